@@ -1,0 +1,130 @@
+"""Run exactly the checks of one exercise task: its pytest tests and its notebook cells.
+
+Notebook cells belong to a task through the directive `#| task 0.1`. A notebook that holds
+such cells is run with its untagged cells (definitions, prose demos) and the cells of the
+task, in order; cells of other tasks are skipped.
+
+    python .ci/check.py 0.1          # one task
+    python .ci/check.py --list       # every task id found in the course
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+os.environ["IN_TEST"] = "1"
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK_ID = re.compile(r"^\d+\.\d+$")
+SKIP_FLAGS = {"notest", "slow", "cuda"}
+
+
+def task_key(task: str) -> tuple[int, ...]:
+    "Sort key for task ids such as 1.10 after 1.9."
+    return tuple(int(part) for part in task.split("."))
+
+
+def cell_tasks(cell) -> list[str]:
+    "Task ids a processed cell is tagged with."
+    return (getattr(cell, "directives_", None) or {}).get("task", [])
+
+
+def load(path: Path):
+    "The notebook at `path`, with nbdev's directives parsed."
+    from nbdev.process import NBProcessor
+    return NBProcessor(path, process=True).nb
+
+
+def notebook_tasks() -> dict[Path, set[str]]:
+    "Task ids tagged in each notebook."
+    found = {}
+    for path in sorted((ROOT / "nbs").glob("[!_]*.ipynb")):
+        tasks = {task for cell in load(path).cells for task in cell_tasks(cell)}
+        if tasks:
+            found[path] = tasks
+    return found
+
+
+def pytest_tasks() -> set[str]:
+    "Task ids used by `@pytest.mark.task(...)` in tests/."
+    pattern = re.compile(r"""mark\.task\(\s*["'](\d+\.\d+)["']""")
+    return {task for path in (ROOT / "tests").glob("test_*.py") for task in pattern.findall(path.read_text())}
+
+
+def skipped(cell, task: str) -> bool:
+    "Whether `cell` is not part of the run for `task`."
+    directives = getattr(cell, "directives_", None) or {}
+    if cell.cell_type != "code" or directives.get("eval:", [""])[0].lower() == "false":
+        return True
+    if SKIP_FLAGS & directives.keys():
+        return True
+    tasks = cell_tasks(cell)
+    return bool(tasks) and task not in tasks
+
+
+def run_notebook(path: Path, task: str) -> tuple[bool, str]:
+    "Run the cells of `path` that belong to `task`; return success and a report."
+    from execnb.shell import CaptureShell
+    nb = load(path)
+    shell = CaptureShell(path)
+    sys.path.insert(0, str(ROOT))
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        for index, cell in enumerate(nb.cells):
+            if skipped(cell, task):
+                continue
+            shell.run(cell.source)
+            if shell.exc is not None:
+                kind = f"check of task {task}" if task in cell_tasks(cell) else "setup cell (untagged)"
+                error = f"{type(shell.exc).__name__}: {shell.exc}"
+                return False, f"{path.name} cell {index} ({kind}) failed: {error}"
+    finally:
+        os.chdir(cwd)
+    return True, f"{path.name}: cells of task {task} passed"
+
+
+def run_pytest(task: str) -> tuple[bool, str]:
+    "Run the pytest tests marked with `task`."
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"), "--task", task]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+    if result.returncode not in (0, 5):
+        print(result.stdout[-4000:], result.stderr[-2000:], sep="\n")
+    return result.returncode in (0, 5), f"pytest: {summary}"
+
+
+def check(task: str) -> bool:
+    "Run every check of `task` and print a report; return whether all passed."
+    notebooks = [path for path, tasks in notebook_tasks().items() if task in tasks]
+    has_tests = task in pytest_tasks()
+    if not notebooks and not has_tests:
+        raise SystemExit(f"task {task!r} has no checks: known tasks are {', '.join(all_tasks())}")
+    results = [run_notebook(path, task) for path in notebooks]
+    if has_tests:
+        results.append(run_pytest(task))
+    for ok, report in results:
+        print(f"  {'PASS' if ok else 'FAIL'}  {report}")
+    passed = all(ok for ok, _ in results)
+    print(f"task {task}: {'PASSED' if passed else 'FAILED'}")
+    return passed
+
+
+def all_tasks() -> list[str]:
+    "Every task id found in notebooks and tests."
+    tasks = set(pytest_tasks()).union(*notebook_tasks().values())
+    return sorted(tasks, key=task_key)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python .ci/check.py TASK (for example 0.1) | --list")
+    if sys.argv[1] == "--list":
+        print(" ".join(all_tasks()))
+    elif not TASK_ID.match(sys.argv[1]):
+        raise SystemExit(f"TASK must look like 0.1, got {sys.argv[1]!r}")
+    else:
+        sys.exit(0 if check(sys.argv[1]) else 1)

@@ -1,0 +1,83 @@
+"""The module tree: registration, dotted names, train/eval, errors."""
+import pytest
+
+from minitorch import Module, Parameter
+
+
+class Leaf(Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = Parameter(1.0)
+        self.bias = Parameter(0.0)
+
+
+class Branch(Module):
+    def __init__(self):
+        super().__init__()
+        self.left = Leaf()
+        self.right = Leaf()
+        self.gain = Parameter(2.0)
+
+
+class Root(Module):
+    def __init__(self):
+        super().__init__()
+        self.branch = Branch()
+        self.head = Leaf()
+
+    def forward(self, x):
+        return x + 1
+
+
+@pytest.mark.task("0.3")
+def test_named_parameters_use_dotted_paths():
+    names = [name for name, _ in Root().named_parameters()]
+    assert names == ["branch.gain", "branch.left.weight", "branch.left.bias", "branch.right.weight",
+                     "branch.right.bias", "head.weight", "head.bias"]
+    assert len(Root().parameters()) == 7
+
+
+@pytest.mark.task("0.3")
+def test_modules_lists_every_descendant():
+    root = Root()
+    assert root.modules() == [root.branch, root.branch.left, root.branch.right, root.head]
+    assert root.children() == [root.branch, root.head]
+
+
+@pytest.mark.task("0.3")
+def test_train_and_eval_reach_every_module():
+    root = Root()
+    assert root.eval() is root
+    assert not any(module.training for module in [root, *root.modules()])
+    root.train()
+    assert all(module.training for module in [root, *root.modules()])
+
+
+def test_reassignment_moves_between_registries():
+    root = Root()
+    root.head = Parameter(3.0)
+    assert "head" not in root._modules and root.head.value == 3.0
+    root.head = 5
+    assert "head" not in root._parameters and root.head == 5
+
+
+def test_add_parameter_and_call():
+    module = Root()
+    parameter = module.add_parameter("extra", 4.0)
+    assert module.extra is parameter and parameter.name == "extra"
+    assert module(1) == 2
+
+
+def test_missing_attribute_raises_with_name():
+    with pytest.raises(AttributeError, match="nonexistent"):
+        Root().nonexistent
+
+
+def test_forward_must_be_defined():
+    with pytest.raises(NotImplementedError, match="Leaf"):
+        Leaf()(1.0)
+
+
+def test_repr_shows_the_tree():
+    text = repr(Root())
+    assert text.splitlines()[0] == "Root(" and "(branch): Branch(" in text and "(left): Leaf()" in text
