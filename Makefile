@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.minitorch-installed
 LAB_FLAGS ?=
+# JupyterLab refuses to start as root unless told; containers often run as root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 DEST ?=
 TASK ?=
 export NUMBA_ENABLE_CUDASIM ?= 1
@@ -29,7 +31,7 @@ $(STAMP): setup.py settings.ini
 venv: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=nbs $(LAB_FLAGS)
+	$(BIN)/jupyter lab --notebook-dir=nbs $(LAB_ROOT) $(LAB_FLAGS)
 
 test: $(STAMP)
 	@start=$$(date +%s); \
