@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 'MathTest', 'MathTestVariable', 'math_cases',
-           'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort']
+           'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort', 'Scalar', 'ScalarFunction',
+           'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -13,10 +14,14 @@ from .module import Module, Parameter
 from .testing import MathCase, MathTest, MathTestVariable, math_cases
 from .derivatives import central_difference
 from .autodiff import Context, Variable, backpropagate, topological_sort
+from .scalar import (EQ, LT, Add, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarFunction, ScalarHistory,
+                              Sigmoid, derivative_check)
 
 __version__ = "0.1.0"
 
 # %% ../nbs/99_api.ipynb #795b5df1
 _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "MathTest", "MathTestVariable",
          "math_cases",
-         "central_difference", "Context", "Variable", "backpropagate", "topological_sort"]
+         "central_difference", "Context", "Variable", "backpropagate", "topological_sort",
+         "Scalar", "ScalarFunction", "ScalarHistory", "derivative_check",
+         "Add", "Mul", "Inv", "Neg", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ"]
