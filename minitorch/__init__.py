@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 'MathTest', 'MathTestVariable', 'math_cases',
            'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort', 'Scalar', 'ScalarFunction',
-           'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ']
+           'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
+           'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -16,6 +17,8 @@ from .derivatives import central_difference
 from .autodiff import Context, Variable, backpropagate, topological_sort
 from .scalar import (EQ, LT, Add, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarFunction, ScalarHistory,
                               Sigmoid, derivative_check)
+from .graph import GraphDrawing, draw_graph
+from .optim import SGD, Optimizer
 
 __version__ = "0.1.0"
 
@@ -24,4 +27,5 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "math_cases",
          "central_difference", "Context", "Variable", "backpropagate", "topological_sort",
          "Scalar", "ScalarFunction", "ScalarHistory", "derivative_check",
-         "Add", "Mul", "Inv", "Neg", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ"]
+         "Add", "Mul", "Inv", "Neg", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "GraphDrawing", "draw_graph",
+         "Optimizer", "SGD"]
