@@ -96,3 +96,7 @@ $(CHROMIUM):
 e2e: $(E2E_STAMP) $(CHROMIUM)
 	@echo "== e2e: every notebook run in JupyterLab through a browser"
 	$(BIN)/python .ci/e2e.py
+
+html: $(STAMP)
+	@echo "== html: execute the notebooks and render them to _site/"
+	$(BIN)/python .ci/html_site.py _site
