@@ -27,6 +27,7 @@ help:
 	@echo "make bench               print speed ratios against NumPy / PyTorch"
 	@echo "make e2e                 run every notebook in JupyterLab in headless Chromium; screenshots in _screenshots/"
 	@echo "make html                execute the notebooks and render them to a static site in _site/"
+	@echo "make tour-images         regenerate the README tour images in nbs/images/ (runs html and e2e)"
 
 $(STAMP): setup.py settings.ini
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -100,3 +101,7 @@ e2e: $(E2E_STAMP) $(CHROMIUM)
 html: $(STAMP)
 	@echo "== html: execute the notebooks and render them to _site/"
 	$(BIN)/python .ci/html_site.py _site
+
+tour-images: html e2e
+	@echo "== tour images for README, from the executed course"
+	$(BIN)/python .ci/tour.py
