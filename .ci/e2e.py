@@ -36,6 +36,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 SCREENSHOTS = ROOT / "_screenshots"
 NOTEBOOK_TIMEOUT = float(os.environ.get("E2E_NOTEBOOK_TIMEOUT", 600))
 WIDTH, TALLEST = 1280, 16000
+RUNNING_LAB: list[subprocess.Popen] = []  # for the SIGTERM handler
 LAB_SETTINGS = {
     # Render every cell (JupyterLab 4 otherwise only renders cells near the viewport).
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
@@ -68,6 +69,10 @@ STATE_JS = r"""() => {
   return {status: kernel ? kernel.status : 'none', queued: prompts.filter(p => p.includes('*')).length,
           cells, tracebacks};
 }"""
+
+
+class BrowserGone(Exception):
+    "The browser or its Playwright driver stopped (after Ctrl-C, for instance)."
 
 
 def free_port() -> int:
@@ -240,6 +245,8 @@ def check_notebook(context, base: str, token: str, name: str) -> tuple[list[str]
         close_without_saving(page)
         return problems, shots
     except Exception as error:  # a hung kernel or a broken page: report it, save what the page shows
+        if "has been closed" in str(error):
+            raise BrowserGone(str(error).splitlines()[0]) from None
         try:
             page.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}-failed.png"))
         except Exception:
@@ -252,6 +259,13 @@ def check_notebook(context, base: str, token: str, name: str) -> tuple[list[str]
 def git_status() -> str:
     "`git status --porcelain` of the repository."
     return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def on_terminate(*_) -> None:
+    "On SIGTERM stop JupyterLab at once, then unwind as after Ctrl-C (closing the browser)."
+    if RUNNING_LAB:
+        stop_lab(RUNNING_LAB[0])
+    raise KeyboardInterrupt
 
 
 def main(names: list[str]) -> int:
@@ -270,6 +284,7 @@ def main(names: list[str]) -> int:
         nbs = course_copy(workdir, notebooks)
         port, token = free_port(), secrets.token_hex(24)
         lab = start_lab(workdir, nbs, port, token)
+        RUNNING_LAB.append(lab)
         try:
             print(f"e2e: JupyterLab on 127.0.0.1:{port}, {len(notebooks)} notebooks")
             with sync_playwright() as playwright:
@@ -286,7 +301,13 @@ def main(names: list[str]) -> int:
                         for problem in problems:
                             print(f"        {problem}")
                 finally:
-                    context.close()
+                    try:
+                        context.close()
+                    except Exception:  # the browser is gone already
+                        pass
+        except (KeyboardInterrupt, BrowserGone) as error:
+            print(f"e2e: interrupted ({type(error).__name__}); JupyterLab is stopped")
+            return 130
         finally:
             stop_lab(lab)
         if any(results.values()):
@@ -295,11 +316,11 @@ def main(names: list[str]) -> int:
         results["git status"] = ["the run changed files in the repository"]
         print("  FAIL  the run changed files in the repository:\n" + git_status())
     failed = [name for name, problems in results.items() if problems]
-    print(f"e2e: {len(results) - len(failed)} passed, {len(failed)} failed in {time.monotonic() - start:.0f} s; "
-          f"screenshots in {SCREENSHOTS.relative_to(ROOT)}/")
+    print(f"e2e: {len(results)} notebooks in {time.monotonic() - start:.0f} s; screenshots in {SCREENSHOTS.relative_to(ROOT)}/")
+    print(f"e2e: {len(results) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup on `kill` too
+    signal.signal(signal.SIGTERM, on_terminate)
     sys.exit(main(sys.argv[1:]))
