@@ -13,7 +13,10 @@ TASK ?=
 export NUMBA_ENABLE_CUDASIM ?= 1
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help venv lab test sync pytest nbtest roundtrip exercises check export clean-nbs hooks bench
+E2E_STAMP := $(VENV)/.minitorch-e2e-installed
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: help venv lab test sync pytest nbtest roundtrip exercises check export clean-nbs hooks bench e2e html tour-images
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
@@ -22,6 +25,9 @@ help:
 	@echo "make check TASK=0.1      run the checks of one exercise task"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               print speed ratios against NumPy / PyTorch"
+	@echo "make e2e                 run every notebook in JupyterLab in headless Chromium; screenshots in _screenshots/"
+	@echo "make html                execute the notebooks and render them to a static site in _site/"
+	@echo "make tour-images         regenerate the README tour images in nbs/images/ (runs html and e2e)"
 
 $(STAMP): setup.py settings.ini
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -74,3 +80,28 @@ hooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmark.py
+
+# Playwright drives Debian's Chromium; it never downloads a browser of its own (no `playwright install`).
+$(E2E_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[e2e]"
+	@touch $@
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else \
+	  echo "make e2e needs Debian's chromium at $(CHROMIUM): run 'sudo apt-get install chromium' (not root, so not installing it)"; \
+	  exit 1; \
+	fi
+
+e2e: $(E2E_STAMP) $(CHROMIUM)
+	@echo "== e2e: every notebook run in JupyterLab through a browser"
+	$(BIN)/python .ci/e2e.py
+
+html: $(STAMP)
+	@echo "== html: execute the notebooks and render them to _site/"
+	$(BIN)/python .ci/html_site.py _site
+
+tour-images: html e2e
+	@echo "== tour images for README, from the executed course"
+	$(BIN)/python .ci/tour.py

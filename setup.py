@@ -25,6 +25,6 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["minitorch", "minitorch.*"]),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={"dev": dev_requirements, "torch": ["torch==2.13.0"]},
+    extras_require={"dev": dev_requirements, "torch": ["torch==2.13.0"], "e2e": ["playwright>=1.40"]},
     zip_safe=False,
 )

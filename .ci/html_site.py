@@ -1,0 +1,157 @@
+"""Execute the course's notebooks and render them to a static site, readable without running anything.
+
+    python .ci/html_site.py [OUT]          # default OUT: _site
+
+Each notebook (`index.ipynb`, then every `NN_*.ipynb`) runs in nbs/ with nbclient, skipping the
+cells `nbdev_test` skips (`#| slow`, `#| cuda`, `#| notest`, `#| eval: false`: shown, not run);
+nbconvert's lab template renders it with its images embedded. Links between notebooks point at
+the rendered pages, each page gets previous / contents / next links, and OUT/index.html lists the
+chapters. The executed notebooks are kept in OUT/notebooks/.
+
+Offline: pages load no scripts except MathJax, from its CDN; without a network the formulas
+show as their TeX source and everything else reads as is.
+"""
+import html
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbcells import ROOT, chapter_notebooks, html_links, skip_flags, skipped_tagged, title_and_subtitle  # noqa: E402
+
+LOCAL_LINK = re.compile(r'href="(?![a-z][a-z0-9+.-]*:)([^"#?]*)(?:#([^"]*))?"')
+TIMEOUT = int(os.environ.get("HTML_CELL_TIMEOUT", 600))
+# The lab template without require.js and mermaid (loaded from CDNs, used by no page of the course).
+TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+STYLE = """<style>
+.course-nav { max-width: 1100px; margin: 0.5em auto; padding: 0.4em 1em; font: 15px sans-serif;
+              display: flex; justify-content: space-between; border-bottom: 1px solid #ddd; }
+.course-nav a { color: #1a5fb4; text-decoration: none; }
+</style>"""
+
+
+def page_name(path: Path) -> str:
+    "The HTML file a notebook renders to (the front page would clash with the chapter list)."
+    return "start.html" if path.stem == "index" else f"{path.stem}.html"
+
+
+def execute(path: Path) -> nbformat.NotebookNode:
+    "The notebook at `path`, executed in its folder without the cells a test run skips."
+    nb = nbformat.read(path, as_version=4)
+    skipped_tagged(nb, skip_flags())
+    NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def navigation(pages: list[tuple[str, str]], position: int) -> str:
+    "Links to the previous page, the chapter list and the next page."
+    def link(index: int, arrow: str) -> str:
+        if not 0 <= index < len(pages):
+            return "<span></span>"
+        name, title = pages[index]
+        return f'<a href="{name}">{arrow} {html.escape(title)}</a>' if arrow == "&larr;" else \
+            f'<a href="{name}">{html.escape(title)} {arrow}</a>'
+    return (f'<nav class="course-nav">{link(position - 1, "&larr;")}<a href="index.html">Contents</a>'
+            f'{link(position + 1, "&rarr;")}</nav>')
+
+
+def render(nb: nbformat.NotebookNode, exporter: HTMLExporter, nav: str) -> str:
+    "The page of an executed notebook, with chapter links pointing at pages and navigation added."
+    body, _ = exporter.from_notebook_node(nb)
+    body = html_links(body).replace("href=\"index.html\"", "href=\"start.html\"")
+    body = body.replace("</head>", f"{STYLE}\n</head>", 1)
+    start = body.index(">", body.index("<body")) + 1
+    end = body.rindex("</body>")
+    return body[:start] + nav + body[start:end] + nav + body[end:]
+
+
+def inline_code(text: str) -> str:
+    "`text` escaped for HTML, with `backticked` spans as code."
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def contents(chapters: list[tuple[str, str, str]]) -> str:
+    "The chapter list page."
+    items = "\n".join(f'<li><a href="{name}">{inline_code(title)}</a><br><span>{inline_code(subtitle)}</span></li>'
+                      for name, title, subtitle in chapters)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>minitorch: contents</title>
+<style>body {{ max-width: 820px; margin: 2em auto; font: 16px/1.5 sans-serif; color: #222; }}
+li {{ margin: 0.8em 0; }} li a {{ font-weight: bold; color: #1a5fb4; }} li span {{ color: #555; }}</style>
+</head><body>
+<h1>minitorch</h1>
+<p>The course, executed and rendered: every chapter with its outputs and plots. Start with the first
+entry; run the notebooks yourself with <code>make lab</code>.</p>
+<ul>
+{items}
+</ul></body></html>
+"""
+
+
+def broken_links(out: Path) -> list[str]:
+    "Links between the pages of `out` whose page or anchor does not exist."
+    pages = {path.name: path.read_text(encoding="utf-8") for path in out.glob("*.html")}
+    broken = []
+    for name, text in pages.items():
+        for target, anchor in LOCAL_LINK.findall(text):
+            target = target or name
+            if target not in pages and not (out / target).exists():
+                broken.append(f"{name}: link to missing {target}")
+            elif anchor and target in pages and f'id="{anchor}"' not in pages[target]:
+                broken.append(f"{name}: link to missing anchor {target}#{anchor}")
+    return broken
+
+
+def build(out: Path) -> int:
+    "Execute and render every chapter into `out`; return an exit code."
+    notebooks = chapter_notebooks(ROOT / "nbs")
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "notebooks").mkdir(parents=True)
+    start, executed, failures = time.monotonic(), {}, []
+    for path in notebooks:
+        began = time.monotonic()
+        try:
+            executed[path] = execute(path)
+            print(f"  ran  {path.name:28} {time.monotonic() - began:6.1f} s", flush=True)
+        except Exception as error:  # nbclient's CellExecutionError names the cell and the traceback
+            failures.append(path.name)
+            print(f"  FAIL {path.name:28} {time.monotonic() - began:6.1f} s\n{error}", flush=True)
+    if failures:
+        print(f"html: {len(failures)} notebooks failed to execute: {', '.join(failures)}")
+        return 1
+    pages = [(page_name(path), title_and_subtitle(nb)[0] or path.stem) for path, nb in executed.items()]
+    with tempfile.TemporaryDirectory() as templates:
+        Path(templates, "course").mkdir()
+        Path(templates, "course", "conf.json").write_text('{"base_template": "lab", "mimetypes": {"text/html": true}}')
+        Path(templates, "course", "index.html.j2").write_text(TEMPLATE)
+        exporter = HTMLExporter(template_name="course", extra_template_basedirs=[templates], embed_images=True)
+        for position, (path, nb) in enumerate(executed.items()):
+            (out / pages[position][0]).write_text(render(nb, exporter, navigation(pages, position)), encoding="utf-8")
+            nbformat.write(nb, out / "notebooks" / path.name)
+    chapters = [(page_name(path), *title_and_subtitle(nb)) for path, nb in executed.items()]
+    (out / "index.html").write_text(contents(chapters), encoding="utf-8")
+    broken = broken_links(out)
+    for problem in broken:
+        print(f"  BROKEN {problem}")
+    if broken:
+        return 1
+    print(f"html: {len(executed)} pages in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/ "
+          f"in {time.monotonic() - start:.0f} s; open {out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(build(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT / "_site"))

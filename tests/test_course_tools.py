@@ -1,0 +1,104 @@
+"""The pure helpers behind `make e2e` and `make html` (.ci/nbcells.py, .ci/html_site.py)."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+CI = Path(__file__).resolve().parent.parent / ".ci"
+
+
+def load(name: str):
+    "Import the script `.ci/<name>.py` as a module."
+    sys.path.insert(0, str(CI))
+    try:
+        spec = importlib.util.spec_from_file_location(f"ci_{name}", CI / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(CI))
+
+
+nbcells = load("nbcells")
+FLAGS = {"notest", "slow", "cuda"}
+
+
+def notebook(*sources: str) -> nbformat.NotebookNode:
+    "A notebook with a title cell and one code cell per source."
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title\n> The subtitle.")]
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in sources]
+    return nb
+
+
+@pytest.mark.parametrize("source, skipped", [
+    ("x = 1", False),
+    ("#| slow\ntrain(epochs=500)", True),
+    ("#| cuda\nrun_on_gpu()", True),
+    ("#|notest\nx = 1", True),
+    ("#| eval: false\nx = 1", True),
+    ("#| export\ndef f(): pass", False),
+    ("#| task 0.1\nassert f() == 1", False),
+    ("x = 1\n#| slow", False),                      # a directive counts only before the code
+    ("from nbdev import nbdev_export\nnbdev_export()", True),
+])
+def test_cells_are_skipped_like_nbdev_test(source, skipped):
+    assert nbcells.is_skipped(nbformat.v4.new_code_cell(source), FLAGS) == skipped
+
+
+def test_markdown_is_never_skipped():
+    assert not nbcells.is_skipped(nbformat.v4.new_markdown_cell("#| slow"), FLAGS)
+
+
+def test_skipped_cells_become_raw_cells_with_the_same_source():
+    nb = notebook("a = 1", "#| slow\nb = 2", "c = 3")
+    assert nbcells.skipped_as_raw(nb, FLAGS) == 1
+    assert [cell.cell_type for cell in nb.cells] == ["markdown", "code", "raw", "code"]
+    assert nb.cells[2].source == "#| slow\nb = 2"
+    nbformat.validate(nb)
+
+
+def test_skipped_cells_are_tagged_once():
+    nb = notebook("a = 1", "#| cuda\nb = 2")
+    assert nbcells.skipped_tagged(nb, FLAGS) == 1
+    nbcells.skipped_tagged(nb, FLAGS)
+    assert nb.cells[2].metadata["tags"] == [nbcells.SKIP_TAG] and "tags" not in nb.cells[1].metadata
+
+
+def test_skip_flags_come_from_settings():
+    assert {"slow", "cuda"} <= nbcells.skip_flags()
+
+
+def test_chapters_in_reading_order_without_scratch_notebooks(tmp_path):
+    for name in ["10_scalar.ipynb", "index.ipynb", "_scratch.ipynb", "00_operators.ipynb", "notes.ipynb"]:
+        (tmp_path / name).write_text("{}")
+    assert [path.name for path in nbcells.chapter_notebooks(tmp_path)] == \
+        ["index.ipynb", "00_operators.ipynb", "10_scalar.ipynb"]
+
+
+def test_title_and_subtitle_from_the_first_markdown_cell():
+    assert nbcells.title_and_subtitle(notebook("x = 1")) == ("Title", "The subtitle.")
+    assert nbcells.title_and_subtitle(nbformat.v4.new_notebook()) == ("", "")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('<a href="02_datasets.ipynb">', '<a href="02_datasets.html">'),
+    ('<a href="./02_datasets.ipynb#Spiral">', '<a href="./02_datasets.html#Spiral">'),
+    ("see [the datasets](02_datasets.ipynb)", "see [the datasets](02_datasets.html)"),
+    ('<a href="https://example.org/nb/02_datasets.ipynb">', '<a href="https://example.org/nb/02_datasets.ipynb">'),
+    ("02_datasets.ipynb in plain text", "02_datasets.ipynb in plain text"),
+])
+def test_links_between_notebooks_point_at_pages(text, expected):
+    assert nbcells.html_links(text) == expected
+
+
+def test_broken_links_are_found(tmp_path):
+    html_site = load("html_site")
+    (tmp_path / "a.html").write_text('<h1 id="Top">A</h1><a href="b.html#Top">b</a><a href="#Top">self</a>'
+                                     '<a href="https://example.org/x.html">out</a>')
+    (tmp_path / "b.html").write_text('<a href="a.html#Nowhere">a</a><a href="c.html">c</a>')
+    assert sorted(html_site.broken_links(tmp_path)) == \
+        ["a.html: link to missing anchor b.html#Top", "b.html: link to missing anchor a.html#Nowhere",
+         "b.html: link to missing c.html"]
