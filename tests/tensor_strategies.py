@@ -33,3 +33,10 @@ def broadcast_shapes(draw) -> tuple[tuple[int, ...], tuple[int, ...]]:
     dropped = draw(st.integers(min_value=0, max_value=len(big) - 1))
     small = tuple(1 if draw(st.booleans()) else size for size in big[dropped:])
     return (big, small) if draw(st.booleans()) else (small, big)
+
+
+@st.composite
+def tensors(draw, backend, shape: tuple[int, ...] | None = None, elements=values):
+    "A `Tensor` on `backend` over random strided data (see `tensor_data`)."
+    from minitorch import Tensor
+    return Tensor(draw(tensor_data(shape, elements)), backend=backend)
