@@ -6,7 +6,9 @@
 __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 'MathTest', 'MathTestVariable', 'math_cases',
            'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort', 'Scalar', 'ScalarFunction',
            'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
-           'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD']
+           'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
+           'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
+           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -19,6 +21,11 @@ from .scalar import (EQ, LT, Add, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarF
                               Sigmoid, derivative_check)
 from .graph import GraphDrawing, draw_graph
 from .optim import SGD, Optimizer
+from .tensor_data import (IndexingError, TensorData, broadcast_index, index_to_position, shape_broadcast,
+                                   strides_from_shape, to_index)
+from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
+from .tensor_functions import Function, grad_check
+from .tensor import Tensor, ones, rand, tensor, zeros
 
 __version__ = "0.1.0"
 
@@ -28,4 +35,7 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "central_difference", "Context", "Variable", "backpropagate", "topological_sort",
          "Scalar", "ScalarFunction", "ScalarHistory", "derivative_check",
          "Add", "Mul", "Inv", "Neg", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "GraphDrawing", "draw_graph",
-         "Optimizer", "SGD"]
+         "Optimizer", "SGD",
+         "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
+         "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
+         "tensor", "zeros", "ones", "rand"]

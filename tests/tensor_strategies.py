@@ -1,0 +1,42 @@
+"""Hypothesis strategies for chapter 2: shapes, strided storage with random layouts, broadcastable pairs."""
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+from minitorch.tensor_data import TensorData
+
+values = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)
+shapes = st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=4).map(tuple)
+
+
+def as_numpy(data: TensorData) -> np.ndarray:
+    "The values of `data` as a NumPy array, read through its strides by NumPy itself."
+    storage = data._storage
+    return np.lib.stride_tricks.as_strided(storage, data.shape, [step * storage.itemsize for step in data.strides])
+
+
+@st.composite
+def tensor_data(draw, shape: tuple[int, ...] | None = None, elements=values) -> TensorData:
+    "A `TensorData` of `shape` (random if None) whose strides come from a random permutation of its layout."
+    shape = draw(shapes) if shape is None else shape
+    storage = np.array(draw(st.lists(elements, min_size=math.prod(shape), max_size=math.prod(shape))))
+    order = draw(st.permutations(range(len(shape))))
+    laid_out = TensorData(storage, tuple(shape[dim] for dim in order))
+    return laid_out.permute(*np.argsort(order).tolist())
+
+
+@st.composite
+def broadcast_shapes(draw) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    "Two shapes that broadcast: the second drops leading dims of the first and sets some dims to 1."
+    big = draw(shapes)
+    dropped = draw(st.integers(min_value=0, max_value=len(big) - 1))
+    small = tuple(1 if draw(st.booleans()) else size for size in big[dropped:])
+    return (big, small) if draw(st.booleans()) else (small, big)
+
+
+@st.composite
+def tensors(draw, backend, shape: tuple[int, ...] | None = None, elements=values):
+    "A `Tensor` on `backend` over random strided data (see `tensor_data`)."
+    from minitorch import Tensor
+    return Tensor(draw(tensor_data(shape, elements)), backend=backend)

@@ -1,0 +1,93 @@
+"""Bad input on every backend: a Python exception whose message names the offending shapes, dims or values."""
+import numpy as np
+import pytest
+from backends import BACKENDS
+
+from minitorch import IndexingError, TensorData, ones, rand, tensor, zeros
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+
+def test_shapes_that_do_not_broadcast(backend):
+    a, b = rand((2, 3), backend=backend), rand((4,), backend=backend)
+    for action in (lambda: a + b, lambda: a * b, lambda: a < b, lambda: a == b, lambda: a.is_close(b)):
+        with pytest.raises(IndexingError, match=r"shapes \(2, 3\) and \(4,\) do not broadcast"):
+            action()
+
+
+def test_matmul_with_mismatched_inner_dims(backend):
+    with pytest.raises(IndexingError, match=r"shapes \(2, 3\) and \(2, 3\): inner dims 3 and 2 differ"):
+        rand((2, 3), backend=backend) @ rand((2, 3), backend=backend)
+    with pytest.raises(IndexingError, match=r"shapes \(2, 2, 3\) and \(3, 3, 1\).*batch sizes 2 and 3"):
+        rand((2, 2, 3), backend=backend) @ rand((3, 3, 1), backend=backend)
+    with pytest.raises(IndexingError, match=r"2-D or 3-D.*\(3,\)"):
+        rand((3,), backend=backend) @ rand((3, 1), backend=backend)
+
+
+def test_view_to_another_size_or_of_a_non_contiguous_tensor(backend):
+    x = rand((2, 3), backend=backend)
+    with pytest.raises(IndexingError, match=r"shape \(2, 3\) \(6 elements\) as \(4,\)"):
+        x.view(4)
+    with pytest.raises(IndexingError, match=r"non-contiguous tensor \(shape \(3, 2\), strides \(1, 3\)\) as \(6,\)"):
+        x.permute(1, 0).view(6)
+
+
+@pytest.mark.parametrize("order", [(0,), (0, 1, 2), (1, 1)])
+def test_permute_with_wrong_length_or_repeats(backend, order):
+    with pytest.raises(IndexingError, match=r"permute order .* shape \(2, 3\)"):
+        rand((2, 3), backend=backend).permute(*order)
+
+
+@pytest.mark.parametrize("dim", [2, -3, 1.5])
+def test_reductions_over_a_dim_out_of_range(backend, dim):
+    x = rand((2, 3), backend=backend)
+    for reduce in (x.sum, x.mean, x.all):
+        with pytest.raises(IndexingError, match=rf"dim {dim} is out of range for a tensor of shape \(2, 3\)"):
+            reduce(dim)
+
+
+def test_ragged_or_non_numeric_data(backend):
+    with pytest.raises(ValueError, match=r"ragged data: data\[0\] has shape \(2,\) but data\[1\] has shape \(3,\)"):
+        tensor([[1.0, 2.0], [1.0, 2.0, 3.0]], backend=backend)
+    with pytest.raises(ValueError, match=r"data\[1\]\[0\] has shape \(\) but data\[1\]\[1\] has shape \(1,\)"):
+        tensor([[1.0, 2.0], [1.0, [2.0]]], backend=backend)
+    with pytest.raises(TypeError, match=r"data\[0\]\[1\] is 'x' of type str, not a number"):
+        tensor([[1.0, "x"]], backend=backend)
+    with pytest.raises(TypeError, match=r"None of type NoneType"):
+        tensor([None], backend=backend)
+    with pytest.raises(TypeError, match=r"dtype <U1"):
+        tensor(np.array(["a"]), backend=backend)
+    with pytest.raises(ValueError, match=r"data\[0\] is empty"):
+        tensor([[]], backend=backend)
+    with pytest.raises(TypeError, match=r"cannot combine a tensor of shape \(2,\) with 'a'"):
+        ones(2, backend=backend) + "a"
+
+
+def test_indexing_out_of_range_or_with_the_wrong_number_of_indices(backend):
+    x = rand((2, 3), backend=backend)
+    with pytest.raises(IndexingError, match=r"index \(0, 3\) is out of range for shape \(2, 3\)"):
+        x[0, 3]
+    with pytest.raises(IndexingError, match=r"index \(1,\) has 1 entries, shape \(2, 3\) needs 2"):
+        x[1]
+    with pytest.raises(IndexingError, match=r"index \(0, 0, 0\) has 3 entries"):
+        x[0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match=r"one element, this one has shape \(2, 3\)"):
+        x.item()
+
+
+def test_backward_without_grad_output_needs_one_element(backend):
+    x = rand((2, 3), backend=backend, requires_grad=True)
+    with pytest.raises(ValueError, match=r"one-element tensor, this one has shape \(2, 3\)"):
+        (x * 2.0).backward()
+    with pytest.raises(ValueError, match=r"truth value of a tensor of shape \(2, 3\) is ambiguous"):
+        bool(x < 0.5)
+
+
+def test_strides_past_the_storage_and_bad_shape_entries(backend):
+    with pytest.raises(IndexingError, match=r"shape \(2, 2\) with strides \(3, 1\) reaches position 4, past .* size 4"):
+        TensorData(np.zeros(4), (2, 2), (3, 1))
+    for shape, bad in [((2, -1), r"\[-1\]"), ((2.0, 3), r"\[2.0\]"), (("2",), r"\['2'\]"), ((0,), r"\[0\]")]:
+        with pytest.raises(IndexingError, match=r"not positive integers: " + bad):
+            zeros(shape, backend=backend)
+        with pytest.raises(IndexingError, match=r"not positive integers: " + bad):
+            rand(shape, backend=backend)

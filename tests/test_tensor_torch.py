@@ -1,0 +1,149 @@
+"""PyTorch parity: random expressions in float64, forward values and the gradient of every input match torch."""
+import math
+
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tensor_strategies import broadcast_shapes, tensors
+
+from minitorch import tensor
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.task("2.4"), pytest.mark.parametrize("backend", BACKENDS)]
+bounded = st.floats(min_value=-2, max_value=2, allow_nan=False)
+
+UNARY = {
+    "neg": lambda v: -v,
+    "sigmoid": lambda v: v.sigmoid(),
+    "relu": lambda v: (v + 0.3).relu(),
+    "exp": lambda v: (v * 0.1).exp(),
+    "log": lambda v: (v * v + 1.0).log(),
+    "inv": lambda v: 1.0 / (v * v + 0.5),
+    "rsub": lambda v: 2.0 - v,
+    "scale": lambda v: v / 3.0,
+    "view": lambda v: v.contiguous().view(math.prod(v.shape)).view(*v.shape),
+}
+BINARY = {
+    "add": lambda v, w: v + w,
+    "sub": lambda v, w: w - v,
+    "mul": lambda v, w: v * w,
+    "div": lambda v, w: v / (w * w + 1.0),
+    "mask": lambda v, w: v * ((v < w) * 1.0) + w * ((v > w) * 1.0),
+}
+REDUCE = {
+    "sum": lambda v, dim: v.sum(dim, keepdim=True),
+    "mean": lambda v, dim: v.mean(dim, keepdim=True),
+}
+
+
+def close(ours, theirs):
+    "Assert that a minitorch tensor equals a torch tensor to 1e-6 relative tolerance."
+    expected = theirs.detach().numpy()
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=1e-6, atol=1e-9 * scale)
+
+
+def close_grad(ours, theirs):
+    "Assert that two leaf gradients agree; `None` (input not used) on both sides counts as agreement."
+    assert (ours is None) == (theirs is None), (ours, theirs)
+    if theirs is not None:
+        close(ours, theirs)
+
+
+def leaf_pair(backend, raw, permuted):
+    "A minitorch leaf and its torch twin, both seen through the reversing permutation if `permuted`."
+    ours = tensor(raw, backend=backend, requires_grad=True)
+    theirs = torch.tensor(raw, dtype=torch.float64, requires_grad=True)
+    if not permuted:
+        return ours, theirs, ours, theirs
+    order = tuple(reversed(range(raw.ndim)))
+    return ours, theirs, ours.permute(*order), theirs.permute(*order)
+
+
+@st.composite
+def programs(draw):
+    "A random sequence of operations applied to a running value, combining it with the inputs."
+    steps = []
+    for _ in range(draw(st.integers(min_value=1, max_value=6))):
+        kind = draw(st.sampled_from(["unary", "binary", "reduce"]))
+        names = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE}[kind]
+        steps.append((kind, draw(st.sampled_from(sorted(names))), draw(st.integers(min_value=0, max_value=3))))
+    return steps
+
+
+def run(program, x, y):
+    "Evaluate `program` on the inputs with minitorch or torch (the same code)."
+    value = x
+    for kind, name, argument in program:
+        if kind == "unary":
+            value = UNARY[name](value)
+        elif kind == "binary":
+            value = BINARY[name](value, (x, y)[argument % 2])
+        else:
+            value = REDUCE[name](value, argument % len(value.shape))
+    return value
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_random_expressions_with_broadcasting_and_permuted_inputs(backend, data):
+    shape_x, shape_y = data.draw(broadcast_shapes())
+    leaves = []
+    for shape in (shape_x, shape_y):
+        permuted = data.draw(st.booleans())
+        stored_shape = tuple(reversed(shape)) if permuted else shape
+        raw = data.draw(tensors(backend, stored_shape, bounded)).to_numpy()
+        leaves.append(leaf_pair(backend, raw, permuted))
+    (x_leaf, x_torch_leaf, x, x_torch), (y_leaf, y_torch_leaf, y, y_torch) = leaves
+    program = data.draw(programs())
+    ours, theirs = run(program, x, y), run(program, x_torch, y_torch)
+    close(ours, theirs)
+    grad_values = np.random.default_rng(len(program)).normal(size=theirs.shape)
+    ours.backward(tensor(grad_values, backend=backend))
+    theirs.backward(torch.tensor(grad_values))
+    close_grad(x_leaf.grad, x_torch_leaf.grad)
+    close_grad(y_leaf.grad, y_torch_leaf.grad)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_batched_matmul(backend, data):
+    batch, rows, inner, cols = (data.draw(st.integers(min_value=1, max_value=4)) for _ in range(4))
+    a_shape, b_shape = data.draw(st.sampled_from([
+        ((rows, inner), (inner, cols)), ((batch, rows, inner), (batch, inner, cols)),
+        ((1, rows, inner), (batch, inner, cols)), ((batch, rows, inner), (1, inner, cols)),
+        ((batch, rows, inner), (inner, cols)), ((rows, inner), (batch, inner, cols))]))
+    pairs = []
+    for shape in (a_shape, b_shape):
+        permuted = data.draw(st.booleans())
+        stored_shape = tuple(reversed(shape)) if permuted else shape
+        pairs.append(leaf_pair(backend, data.draw(tensors(backend, stored_shape, bounded)).to_numpy(), permuted))
+    (a_leaf, a_torch_leaf, a, a_torch), (b_leaf, b_torch_leaf, b, b_torch) = pairs
+    ours, theirs = (a @ b).sigmoid(), (a_torch @ b_torch).sigmoid()
+    close(ours, theirs)
+    ours.sum().backward()
+    theirs.sum().backward()
+    close(a_leaf.grad, a_torch_leaf.grad)
+    close(b_leaf.grad, b_torch_leaf.grad)
+
+
+@pytest.mark.parametrize("shape, dim", [((2000,), 0), ((3, 700), 1), ((700, 3), 0), ((2, 300, 2), 1), ((500, 4), None)])
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_reductions_over_long_dimensions(backend, shape, dim, keepdim):
+    raw = np.random.default_rng(sum(shape)).normal(size=shape)
+    ours_leaf = tensor(raw, backend=backend, requires_grad=True)
+    theirs_leaf = torch.tensor(raw, requires_grad=True)
+    for reduction in ("sum", "mean"):
+        if dim is None:
+            ours, theirs = getattr(ours_leaf, reduction)(), getattr(theirs_leaf, reduction)()
+        else:
+            ours = getattr(ours_leaf, reduction)(dim, keepdim=keepdim)
+            theirs = getattr(theirs_leaf, reduction)(dim, keepdim=keepdim)
+        close(ours, theirs)
+        weights = np.linspace(-1, 1, theirs.numel()).reshape(theirs.shape)
+        ours.backward(tensor(weights, backend=backend).view(*ours.shape))
+        theirs.backward(torch.tensor(weights))
+    close(ours_leaf.grad, theirs_leaf.grad)
