@@ -4,8 +4,9 @@ Notebook cells belong to a task through the directive `#| task 0.1`. A notebook 
 such cells is run with its untagged cells (definitions, prose demos) and the cells of the
 task, in order; cells of other tasks are skipped.
 
-    python .ci/check.py 0.1          # one task
-    python .ci/check.py --list       # every task id found in the course
+    python .ci/check.py 0.1                    # one task
+    python .ci/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
+    python .ci/check.py --list                 # every task id found in the course
 """
 import os
 import re
@@ -97,14 +98,14 @@ def run_pytest(task: str) -> tuple[bool, str]:
     return result.returncode in (0, 5), f"pytest: {summary}"
 
 
-def check(task: str) -> bool:
-    "Run every check of `task` and print a report; return whether all passed."
+def check(task: str, with_pytest: bool = True) -> bool:
+    "Run the checks of `task` (its notebook cells, and its tests if `with_pytest`) and report; return success."
     notebooks = [path for path, tasks in notebook_tasks().items() if task in tasks]
     has_tests = task in pytest_tasks()
     if not notebooks and not has_tests:
         raise SystemExit(f"task {task!r} has no checks: known tasks are {', '.join(all_tasks())}")
     results = [run_notebook(path, task) for path in notebooks]
-    if has_tests:
+    if has_tests and with_pytest:
         results.append(run_pytest(task))
     for ok, report in results:
         print(f"  {'PASS' if ok else 'FAIL'}  {report}")
@@ -120,11 +121,14 @@ def all_tasks() -> list[str]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python .ci/check.py TASK (for example 0.1) | --list")
-    if sys.argv[1] == "--list":
+    arguments = sys.argv[1:]
+    notebooks_only = "--notebooks-only" in arguments
+    arguments = [argument for argument in arguments if argument != "--notebooks-only"]
+    if len(arguments) != 1:
+        raise SystemExit("usage: python .ci/check.py TASK [--notebooks-only] (TASK for example 0.1) | --list")
+    if arguments[0] == "--list":
         print(" ".join(all_tasks()))
-    elif not TASK_ID.match(sys.argv[1]):
-        raise SystemExit(f"TASK must look like 0.1, got {sys.argv[1]!r}")
+    elif not TASK_ID.match(arguments[0]):
+        raise SystemExit(f"TASK must look like 0.1, got {arguments[0]!r}")
     else:
-        sys.exit(0 if check(sys.argv[1]) else 1)
+        sys.exit(0 if check(arguments[0], with_pytest=not notebooks_only) else 1)
