@@ -318,7 +318,7 @@ class Scalar:
                                "nothing to differentiate (build it from Scalars that do)")
         backpropagate(self, 1.0 if d_output is None else d_output)
 
-# %% ../nbs/11_scalar.ipynb #36d8b69f
+# %% ../nbs/11_scalar.ipynb #6bd83fac
 def derivative_check(f: Callable[..., Scalar], *scalars: Scalar, tolerance: float = 1e-4) -> None:
     "Check autodiff's derivative of `f` in each argument against central differences; raise on a mismatch."
     values = [scalar.data for scalar in scalars]

@@ -38,6 +38,32 @@ def test_derivatives_appear_after_backward():
     assert "grad" in draw_graph(output).svg
 
 
+def edge_paths(drawing):
+    return [path.get("d") for path in ElementTree.fromstring(drawing.svg).iter(f"{SVG}path") if path.get("marker-end")]
+
+
+@pytest.mark.task("1.2")
+def test_every_use_of_a_node_gets_its_own_arrow():
+    x = Scalar(3.0, name="x")
+    paths = edge_paths(draw_graph(x * x * x))
+    assert len(paths) == 4 and len(set(paths)) == 4
+
+
+@pytest.mark.task("1.2")
+def test_edges_that_skip_columns_run_below_the_boxes():
+    x, y = Scalar(2.0, name="x"), Scalar(3.0, name="y")
+    drawing = draw_graph((x * y + x).relu())
+    lanes = [path for path in edge_paths(drawing) if " L" in path]
+    assert len(lanes) == 1                                   # only x -> Add skips a column
+    before, after = lanes[0].split(" L")
+    lane_start = [float(value) for value in before.split()[-1].split(",")]
+    lane_end = [float(value) for value in after.split()[0].split(",")]
+    assert lane_start[1] == lane_end[1]
+    crossed = [rect for rect in ElementTree.fromstring(drawing.svg).iter(f"{SVG}rect")
+               if lane_start[0] < float(rect.get("x")) < lane_end[0]]
+    assert crossed and all(float(rect.get("y")) + float(rect.get("height")) < lane_start[1] for rect in crossed)
+
+
 class TensorLike:
     "A Variable with `.grad` and a non-float `.data`, as chapter 2's tensors will have."
 
