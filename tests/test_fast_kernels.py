@@ -1,0 +1,107 @@
+"""The compiled kernels of chapter 3 against the chapter-2 Python-loop kernels, on random layouts and broadcasting."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
+
+from minitorch import fast_ops, operators, tensor_ops
+from minitorch.tensor_data import TensorData, shape_broadcast
+
+MAP_FUNCTIONS = [operators.neg, operators.sigmoid, operators.relu, operators.exp, operators.id]
+ZIP_FUNCTIONS = [operators.add, operators.mul, operators.lt, operators.eq, operators.relu_back]
+few_examples = settings(max_examples=40)
+
+
+def empty(shape):
+    "A contiguous zero `TensorData` of `shape`."
+    return TensorData(np.zeros(int(np.prod(shape))), shape)
+
+
+def both(factory_name, fn, out_shape, *inputs, extra=()):
+    "Outputs of the chapter-2 and the fast kernel `factory_name(fn)` over `inputs`, as arrays."
+    outputs = []
+    for module in (tensor_ops, fast_ops):
+        out = empty(out_shape)
+        getattr(module, factory_name)(fn)(*out.tuple(), *(part for data in inputs for part in data.tuple()), *extra)
+        outputs.append(as_numpy(out))
+    return outputs
+
+
+@pytest.mark.task("3.1")
+@few_examples
+@given(st.data(), st.sampled_from(MAP_FUNCTIONS))
+def test_map_matches_the_simple_kernel(draw, fn):
+    small, big = draw.draw(broadcast_shapes())
+    data = draw.draw(tensor_data(small))
+    expected, fast = both("tensor_map", fn, shape_broadcast(small, big), data)
+    np.testing.assert_array_equal(fast, expected)
+
+
+@pytest.mark.task("3.1")
+@few_examples
+@given(st.data(), st.sampled_from(ZIP_FUNCTIONS))
+def test_zip_matches_the_simple_kernel(draw, fn):
+    shape_a, shape_b = draw.draw(broadcast_shapes())
+    a, b = draw.draw(tensor_data(shape_a)), draw.draw(tensor_data(shape_b))
+    expected, fast = both("tensor_zip", fn, shape_broadcast(shape_a, shape_b), a, b)
+    np.testing.assert_array_equal(fast, expected)
+
+
+@pytest.mark.task("3.1")
+@few_examples
+@given(st.data(), st.sampled_from([operators.add, operators.mul]))
+def test_reduce_matches_the_simple_kernel(draw, fn):
+    data = draw.draw(tensor_data())
+    dim = draw.draw(st.integers(min_value=0, max_value=data.dims - 1))
+    out_shape = tuple(1 if d == dim else size for d, size in enumerate(data.shape))
+    expected, fast = both("tensor_reduce", fn, out_shape, data, extra=(dim,))
+    np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.task("3.1")
+def test_contiguous_fast_path_on_large_inputs():
+    rng = np.random.default_rng(5)
+    a, b = (TensorData(rng.normal(size=300_000), (300, 1000)) for _ in range(2))
+    out = empty((300, 1000))
+    fast_ops.tensor_zip(operators.add)(*out.tuple(), *a.tuple(), *b.tuple())
+    np.testing.assert_array_equal(as_numpy(out), as_numpy(a) + as_numpy(b))
+    fast_ops.tensor_map(operators.neg)(*out.tuple(), *a.tuple())
+    np.testing.assert_array_equal(as_numpy(out), -as_numpy(a))
+
+
+@pytest.mark.task("3.2")
+@few_examples
+@given(st.data())
+def test_matrix_multiply_matches_the_simple_kernel(draw):
+    batch, rows, inner, cols = (draw.draw(st.integers(min_value=1, max_value=4)) for _ in range(4))
+    a_batch, b_batch = draw.draw(st.sampled_from([(batch, batch), (1, batch), (batch, 1)]))
+    a = draw.draw(tensor_data((a_batch, rows, inner)))
+    b = draw.draw(tensor_data((b_batch, inner, cols)))
+    outputs = []
+    for kernel in (tensor_ops.tensor_matrix_multiply, fast_ops.tensor_matrix_multiply):
+        out = empty((batch, rows, cols))
+        kernel(*out.tuple(), *a.tuple(), *b.tuple())
+        outputs.append(as_numpy(out))
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.task("3.2")
+@pytest.mark.parametrize("a_shape, b_shape", [((1, 17, 130), (3, 130, 270)), ((2, 40, 300), (2, 300, 5)),
+                                              ((3, 1, 260), (1, 260, 1))])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_matrix_multiply_across_block_edges(a_shape, b_shape, transpose_b):
+    rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    a = TensorData(rng.normal(size=int(np.prod(a_shape))), a_shape)
+    if transpose_b:
+        b = TensorData(rng.normal(size=int(np.prod(b_shape))), (b_shape[0], b_shape[2], b_shape[1])).permute(0, 2, 1)
+    else:
+        b = TensorData(rng.normal(size=int(np.prod(b_shape))), b_shape)
+    out = empty((max(a_shape[0], b_shape[0]), a_shape[1], b_shape[2]))
+    fast_ops.tensor_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
+    np.testing.assert_allclose(as_numpy(out), as_numpy(a) @ as_numpy(b), rtol=1e-10, atol=1e-10)
+
+
+def test_kernel_factories_compile_once_per_function():
+    assert fast_ops.tensor_map(operators.neg) is fast_ops.tensor_map(operators.neg)
+    assert fast_ops.tensor_zip(operators.add) is not fast_ops.tensor_zip(operators.mul)
