@@ -6,6 +6,7 @@ task, in order; cells of other tasks are skipped.
 
     python .ci/check.py 0.1                    # one task
     python .ci/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
+    python .ci/check.py 0.1 --first-failure    # stop at the first failing check (pytest -x)
     python .ci/check.py --list                 # every task id found in the course
 """
 import os
@@ -87,9 +88,10 @@ def run_notebook(path: Path, task: str) -> tuple[bool, str]:
     return True, f"{path.name}: cells of task {task} passed"
 
 
-def run_pytest(task: str) -> tuple[bool, str]:
-    "Run the pytest tests marked with `task`."
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"), "--task", task]
+def run_pytest(task: str, first_failure: bool = False) -> tuple[bool, str]:
+    "Run the pytest tests marked with `task` (stopping at the first failure if asked)."
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"), "--task", task,
+               *(["-x"] if first_failure else [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
@@ -98,15 +100,19 @@ def run_pytest(task: str) -> tuple[bool, str]:
     return result.returncode in (0, 5), f"pytest: {summary}"
 
 
-def check(task: str, with_pytest: bool = True) -> bool:
+def check(task: str, with_pytest: bool = True, first_failure: bool = False) -> bool:
     "Run the checks of `task` (its notebook cells, and its tests if `with_pytest`) and report; return success."
     notebooks = [path for path, tasks in notebook_tasks().items() if task in tasks]
     has_tests = task in pytest_tasks()
     if not notebooks and not has_tests:
         raise SystemExit(f"task {task!r} has no checks: known tasks are {', '.join(all_tasks())}")
-    results = [run_notebook(path, task) for path in notebooks]
-    if has_tests and with_pytest:
-        results.append(run_pytest(task))
+    results = []
+    for path in notebooks:
+        results.append(run_notebook(path, task))
+        if first_failure and not results[-1][0]:
+            break
+    if has_tests and with_pytest and not (first_failure and results and not all(ok for ok, _ in results)):
+        results.append(run_pytest(task, first_failure))
     for ok, report in results:
         print(f"  {'PASS' if ok else 'FAIL'}  {report}")
     passed = all(ok for ok, _ in results)
@@ -122,13 +128,16 @@ def all_tasks() -> list[str]:
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    notebooks_only = "--notebooks-only" in arguments
-    arguments = [argument for argument in arguments if argument != "--notebooks-only"]
+    options = {"--notebooks-only", "--first-failure"}
+    chosen = options.intersection(arguments)
+    arguments = [argument for argument in arguments if argument not in options]
     if len(arguments) != 1:
-        raise SystemExit("usage: python .ci/check.py TASK [--notebooks-only] (TASK for example 0.1) | --list")
+        raise SystemExit("usage: python .ci/check.py TASK [--notebooks-only] [--first-failure] | --list")
     if arguments[0] == "--list":
         print(" ".join(all_tasks()))
     elif not TASK_ID.match(arguments[0]):
         raise SystemExit(f"TASK must look like 0.1, got {arguments[0]!r}")
     else:
-        sys.exit(0 if check(arguments[0], with_pytest=not notebooks_only) else 1)
+        passed = check(arguments[0], with_pytest="--notebooks-only" not in chosen,
+                       first_failure="--first-failure" in chosen)
+        sys.exit(0 if passed else 1)

@@ -56,7 +56,7 @@ def main() -> int:
                                   capture_output=True, text=True)
         if imported.returncode != 0 or not imported.stdout.startswith(str(edition)):
             problems.append(f"the edition's package does not import from the edition:\n{imported.stdout}{imported.stderr}")
-        for task, result in run_checks(edition, tasks).items():
+        for task, result in run_checks(edition, tasks, "--first-failure").items():
             if result.returncode == 0:
                 problems.append(f"task {task} passes in the exercise edition: its checks do not test its solution")
             elif "setup cell (untagged)" in result.stdout:
