@@ -8,7 +8,8 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'TensorData', 'broadcast_index', 'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index',
            'SimpleBackend', 'SimpleOps', 'TensorBackend', 'TensorOps', 'Function', 'Neg', 'Inv', 'Add', 'Mul',
            'Sigmoid', 'ReLU', 'Log', 'Exp', 'Sum', 'All', 'LT', 'EQ', 'IsClose', 'Permute', 'View', 'Copy', 'MatMul',
-           'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand']
+           'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'CudaOps', 'CudaUnavailableError',
+           'cuda_available', 'mm_practice', 'sum_practice']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -23,6 +24,7 @@ from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 from .tensor_functions import (EQ, LT, Add, All, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul, Neg,
                                         Permute, ReLU, Sigmoid, Sum, View, grad_check)
 from .tensor import Tensor, ones, rand, tensor, zeros
+from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
 
 __version__ = "0.1.0"
 
@@ -33,4 +35,5 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "Neg", "Inv", "Add", "Mul",
          "Sigmoid", "ReLU", "Log", "Exp", "Sum", "All", "LT", "EQ", "IsClose", "Permute", "View", "Copy", "MatMul",
-         "grad_check", "Tensor", "tensor", "zeros", "ones", "rand"]
+         "grad_check", "Tensor", "tensor", "zeros", "ones", "rand",
+         "CudaOps", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice"]
