@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 'MathTest', 'MathTestVariable', 'math_cases',
-           'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort', 'IndexingError',
-           'TensorData', 'broadcast_index', 'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index',
-           'SimpleBackend', 'SimpleOps', 'TensorBackend', 'TensorOps', 'Function', 'Neg', 'Inv', 'Add', 'Mul',
-           'Sigmoid', 'ReLU', 'Log', 'Exp', 'Sum', 'All', 'LT', 'EQ', 'IsClose', 'Permute', 'View', 'Copy', 'MatMul',
-           'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'CudaOps', 'CudaUnavailableError',
-           'cuda_available', 'mm_practice', 'sum_practice']
+           'central_difference', 'Context', 'Variable', 'backpropagate', 'topological_sort', 'Scalar', 'ScalarFunction',
+           'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
+           'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
+           'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
+           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand',
+           'CudaOps', 'CudaUnavailableError', 'cuda_available', 'mm_practice', 'sum_practice']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -18,11 +18,14 @@ from .module import Module, Parameter
 from .testing import MathCase, MathTest, MathTestVariable, math_cases
 from .derivatives import central_difference
 from .autodiff import Context, Variable, backpropagate, topological_sort
+from .scalar import (EQ, LT, Add, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarFunction, ScalarHistory,
+                              Sigmoid, derivative_check)
+from .graph import GraphDrawing, draw_graph
+from .optim import SGD, Optimizer
 from .tensor_data import (IndexingError, TensorData, broadcast_index, index_to_position, shape_broadcast,
                                    strides_from_shape, to_index)
 from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
-from .tensor_functions import (EQ, LT, Add, All, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul, Neg,
-                                        Permute, ReLU, Sigmoid, Sum, View, grad_check)
+from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
 from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
 
@@ -32,8 +35,10 @@ __version__ = "0.1.0"
 _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "MathTest", "MathTestVariable",
          "math_cases",
          "central_difference", "Context", "Variable", "backpropagate", "topological_sort",
+         "Scalar", "ScalarFunction", "ScalarHistory", "derivative_check",
+         "Add", "Mul", "Inv", "Neg", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "GraphDrawing", "draw_graph",
+         "Optimizer", "SGD",
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
-         "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "Neg", "Inv", "Add", "Mul",
-         "Sigmoid", "ReLU", "Log", "Exp", "Sum", "All", "LT", "EQ", "IsClose", "Permute", "View", "Copy", "MatMul",
-         "grad_check", "Tensor", "tensor", "zeros", "ones", "rand",
+         "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
+         "tensor", "zeros", "ones", "rand",
          "CudaOps", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice"]

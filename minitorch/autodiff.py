@@ -69,7 +69,9 @@ def topological_sort(variable: Variable) -> list[Variable]:
         seen.add(node.unique_id)
         stack.append((node, True))
         if not node.is_leaf():
-            stack.extend((parent, False) for parent in node.parents if parent.unique_id not in seen)
+            for parent in node.parents:
+                if parent.unique_id not in seen:
+                    stack.append((parent, False))
     finished.reverse()
     return finished
     # END SOLUTION

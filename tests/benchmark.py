@@ -1,0 +1,184 @@
+"""Speed benchmarks of minitorch against reference implementations (run with `make bench`).
+
+Each benchmark is a function returning a `Result`; `main()` runs them and prints one table of
+name / ours / reference / ratio, where the figures are throughputs (higher is better) and the ratio
+is ours divided by the reference. Later chapters add benchmarks against NumPy and PyTorch here.
+
+    python tests/benchmark.py                 # every benchmark
+    python tests/benchmark.py --only scalar   # benchmarks whose name contains "scalar"
+"""
+import argparse
+import gc
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import minitorch
+
+
+@dataclass
+class Result:
+    "One benchmark's outcome: throughputs of ours and of the reference, in `unit`."
+    name: str
+    ours: float
+    reference: float
+    unit: str
+    reference_name: str
+
+    @property
+    def ratio(self) -> float:
+        "How many times faster ours is than the reference."
+        return self.ours / self.reference
+
+
+def mean_time(run: Callable[[], object], repeats: int, garbage_collector: bool = True) -> float:
+    """Mean seconds per call over `repeats` back-to-back calls of `run` after a warm-up, as in a training loop.
+
+    With `garbage_collector=False` automatic collection is off during the loop and one explicit collection at
+    the end is timed with it, so an engine that leaves reference cycles still pays once for freeing them."""
+    run()
+    gc.collect()
+    if not garbage_collector:
+        gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(repeats):
+            run()
+        gc.collect()
+        return (time.perf_counter() - start) / repeats
+    finally:
+        gc.enable()
+
+
+class Value:
+    "A minimal closure-based scalar engine in the style micrograd popularised: the reference for scalar autodiff."
+
+    def __init__(self, data: float, children: tuple = ()):
+        self.data, self.grad = data, 0.0
+        self.children = children
+        self.backward_step = lambda: None
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other))
+
+        def backward_step():
+            self.grad += out.grad
+            other.grad += out.grad
+        out.backward_step = backward_step
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other))
+
+        def backward_step():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out.backward_step = backward_step
+        return out
+
+    def relu(self):
+        out = Value(self.data if self.data > 0 else 0.0, (self,))
+
+        def backward_step():
+            self.grad += (out.data > 0) * out.grad
+        out.backward_step = backward_step
+        return out
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __radd__(self, other):
+        return self + other
+
+    def __rmul__(self, other):
+        return self * other
+
+    def backward(self):
+        "Order the graph (iteratively, so deep graphs work) and run every node's backward step."
+        order, seen, stack = [], set(), [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+            elif id(node) not in seen:
+                seen.add(id(node))
+                stack.append((node, True))
+                stack.extend((child, False) for child in node.children)
+        self.grad = 1.0
+        for node in reversed(order):
+            node.backward_step()
+
+
+def mlp_loss(make: Callable[[float], object], points: list, labels: list, seed: int, hidden: int = 10):
+    "Mean squared error of a 2-`hidden`-1 ReLU MLP whose weights are made by `make`, and the weights."
+    rng = random.Random(seed)
+    w1 = [[make(rng.uniform(-1, 1)) for _ in range(2)] for _ in range(hidden)]
+    b1 = [make(0.0) for _ in range(hidden)]
+    w2 = [make(rng.uniform(-1, 1)) for _ in range(hidden)]
+    b2 = make(0.0)
+    total = 0.0
+    for (x1, x2), label in zip(points, labels):
+        units = [(w[0] * x1 + w[1] * x2 + b).relu() for w, b in zip(w1, b1)]
+        out = b2
+        for weight, unit in zip(w2, units):
+            out = out + weight * unit
+        error = out - float(label)
+        total = error * error + total
+    return total * (1.0 / len(points))
+
+
+def computed_nodes(loss) -> int:
+    "The number of operation results in minitorch's graph ending at `loss`."
+    return sum(1 for node in minitorch.topological_sort(loss) if not node.is_leaf())
+
+
+def scalar_mlp(points: int, repeats: int, garbage_collector: bool) -> tuple[float, float]:
+    "Graph nodes per second of forward + backward of the 2-10-1 MLP over `points` Xor points: ours, reference."
+    data = minitorch.datasets["Xor"](points, seed=0)
+
+    def ours():
+        mlp_loss(minitorch.Scalar, data.X, data.y, seed=1).backward()
+
+    def reference():
+        mlp_loss(Value, data.X, data.y, seed=1).backward()
+
+    nodes = computed_nodes(mlp_loss(minitorch.Scalar, data.X, data.y, seed=1))
+    return (nodes / mean_time(ours, repeats, garbage_collector),
+            nodes / mean_time(reference, repeats, garbage_collector))
+
+
+def bench_scalar_mlp(points: int = 100, repeats: int = 20) -> Result:
+    "The scalar MLP as a training loop runs it, garbage collector on: graph nodes per second."
+    ours, reference = scalar_mlp(points, repeats, garbage_collector=True)
+    return Result(f"scalar MLP 2-10-1, {points} pts, fwd+bwd", ours, reference, "nodes/s", "closure engine")
+
+
+def bench_scalar_mlp_no_gc(points: int = 100, repeats: int = 20) -> Result:
+    "The same with automatic garbage collection off and one collection at the end: the interpreter overhead."
+    ours, reference = scalar_mlp(points, repeats, garbage_collector=False)
+    return Result(f"scalar MLP 2-10-1, {points} pts, one gc", ours, reference, "nodes/s", "closure engine")
+
+
+BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc}
+
+
+def main() -> None:
+    "Run the selected benchmarks and print the table."
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run only benchmarks whose name contains this")
+    selected = [bench for name, bench in BENCHMARKS.items() if parser.parse_args().only in name]
+    results = [bench() for bench in selected]
+    print(f"{'benchmark':<44} {'ours':>12} {'reference':>12} {'ratio':>6}  unit / reference")
+    for result in results:
+        print(f"{result.name:<44} {result.ours:>12,.0f} {result.reference:>12,.0f} {result.ratio:>6.2f}  "
+              f"{result.unit} / {result.reference_name}")
+
+
+if __name__ == "__main__":
+    main()
