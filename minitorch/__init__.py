@@ -9,7 +9,7 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
            'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
            'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand',
-           'FastBackend', 'FastOps']
+           'FastBackend', 'FastOps', 'CudaOps', 'CudaUnavailableError', 'cuda_available', 'mm_practice', 'sum_practice']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -28,6 +28,7 @@ from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
 from .fast_ops import FastBackend, FastOps
+from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
 
 __version__ = "0.1.0"
 
@@ -41,4 +42,5 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
          "tensor", "zeros", "ones", "rand",
-         "FastBackend", "FastOps"]
+         "FastBackend", "FastOps",
+         "CudaOps", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice"]

@@ -9,6 +9,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("minitorch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("minitorch")
 
+CUDA_MAX_EXAMPLES = 8
+"Most hypothesis examples per test on the CUDA backend: in the simulator every example launches dozens of kernels."
+
 
 def pytest_addoption(parser):
     parser.addoption("--task", default=None, help="run only the tests of this exercise task, e.g. 0.1")
@@ -25,3 +28,19 @@ def pytest_collection_modifyitems(config, items):
     selected = [item for item in items if any(task in mark.args for mark in item.iter_markers("task"))]
     config.hook.pytest_deselected(items=[item for item in items if item not in selected])
     items[:] = selected
+
+
+@pytest.fixture(autouse=True)
+def fewer_examples_on_cuda(request):
+    "Cap the hypothesis examples of a test run with a CUDA backend (its `backend` parameter has `cuda` set)."
+    callspec = getattr(request.node, "callspec", None)
+    test = request.function
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None)  # where @settings/@given keep them
+    if callspec is None or chosen is None or not getattr(callspec.params.get("backend"), "cuda", False):
+        yield
+        return
+    test._hypothesis_internal_use_settings = settings(chosen, max_examples=min(chosen.max_examples, CUDA_MAX_EXAMPLES))
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_settings = chosen
