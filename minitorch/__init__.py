@@ -8,7 +8,11 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
            'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
            'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
-           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand']
+           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand',
+           'conv1d', 'conv2d', 'Conv1dFun', 'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d', 'max', 'argmax',
+           'softmax', 'logsoftmax', 'dropout', 'nll_loss', 'cross_entropy', 'xavier_uniform', 'xavier_normal',
+           'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten', 'MaxPool2d',
+           'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -26,6 +30,11 @@ from .tensor_data import (IndexingError, TensorData, broadcast_index, index_to_p
 from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
+from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
+from . import nn
+from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, Sequential,
+                          argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
+                          maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
 
 __version__ = "0.1.0"
 
@@ -38,4 +47,8 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "Optimizer", "SGD",
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
-         "tensor", "zeros", "ones", "rand"]
+         "tensor", "zeros", "ones", "rand",
+         "conv1d", "conv2d", "Conv1dFun", "Conv2dFun", "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax",
+         "softmax", "logsoftmax", "dropout", "nll_loss", "cross_entropy", "xavier_uniform", "xavier_normal",
+         "kaiming_uniform", "kaiming_normal", "zeros_init", "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d",
+         "AvgPool2d", "Dropout", "CrossEntropyLoss", "Sequential"]
