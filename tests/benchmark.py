@@ -2,7 +2,8 @@
 
 Each benchmark is a function returning a `Result`; `main()` runs them and prints one table of
 name / ours / reference / ratio, where the figures are throughputs (higher is better) and the ratio
-is ours divided by the reference. Later chapters add benchmarks against NumPy and PyTorch here.
+is ours divided by the reference. Later chapters add benchmarks against NumPy and PyTorch here; those
+against PyTorch are skipped (with a note) when torch is not installed.
 
     python tests/benchmark.py                 # every benchmark
     python tests/benchmark.py --only scalar   # benchmarks whose name contains "scalar"
@@ -13,6 +14,8 @@ import random
 import time
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 import minitorch
 
@@ -165,7 +168,52 @@ def bench_scalar_mlp_no_gc(points: int = 100, repeats: int = 20) -> Result:
     return Result(f"scalar MLP 2-10-1, {points} pts, one gc", ours, reference, "nodes/s", "closure engine")
 
 
-BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc}
+def conv2d_steps(batch: int, channels: int, size: int, kernels: int, kernel_size: int, dtype_name: str):
+    "One forward + backward of conv2d for minitorch and for PyTorch in `dtype_name`, on the same values."
+    import torch
+
+    rng = np.random.default_rng(0)
+    out_size = size - kernel_size + 1
+    values = [rng.normal(size=shape) for shape in [(batch, channels, size, size),
+                                                   (kernels, channels, kernel_size, kernel_size),
+                                                   (kernels,), (batch, kernels, out_size, out_size)]]
+    input, weight, bias = (minitorch.tensor(array, requires_grad=True) for array in values[:3])
+    grad_output = minitorch.tensor(values[3])
+    dtype = getattr(torch, dtype_name)
+    torch_input, torch_weight, torch_bias = (torch.tensor(array, dtype=dtype, requires_grad=True) for array in values[:3])
+    torch_grad_output = torch.tensor(values[3], dtype=dtype)
+
+    def ours():
+        for leaf in (input, weight, bias):
+            leaf.zero_grad_()
+        minitorch.conv2d(input, weight, bias).backward(grad_output)
+
+    def reference():
+        for leaf in (torch_input, torch_weight, torch_bias):
+            leaf.grad = None
+        torch.nn.functional.conv2d(torch_input, torch_weight, torch_bias).backward(torch_grad_output)
+
+    return ours, reference
+
+
+def bench_conv2d(dtype_name: str = "float64", repeats: int = 20) -> Result | None:
+    "conv2d forward + backward on (16, 4, 28, 28) with (8, 4, 3, 3) kernels: batches per second against PyTorch."
+    try:
+        ours, reference = conv2d_steps(16, 4, 28, 8, 3, dtype_name)
+    except ImportError:
+        print("conv2d benchmark skipped: torch is not installed")
+        return None
+    return Result("conv2d (16,4,28,28)*(8,4,3,3), fwd+bwd", 1 / mean_time(ours, repeats),
+                  1 / mean_time(reference, repeats), "batches/s", f"PyTorch {dtype_name}")
+
+
+def bench_conv2d_float32() -> Result | None:
+    "The same against PyTorch in float32 (minitorch computes in float64 only)."
+    return bench_conv2d("float32")
+
+
+BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc,
+              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32}
 
 
 def main() -> None:
@@ -173,7 +221,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run only benchmarks whose name contains this")
     selected = [bench for name, bench in BENCHMARKS.items() if parser.parse_args().only in name]
-    results = [bench() for bench in selected]
+    results = [result for result in (bench() for bench in selected) if result is not None]
     print(f"{'benchmark':<44} {'ours':>12} {'reference':>12} {'ratio':>6}  unit / reference")
     for result in results:
         print(f"{result.name:<44} {result.ours:>12,.0f} {result.reference:>12,.0f} {result.ratio:>6.2f}  "
