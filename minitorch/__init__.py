@@ -8,7 +8,7 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
            'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
            'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
-           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand']
+           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'Adam']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -26,6 +26,7 @@ from .tensor_data import (IndexingError, TensorData, broadcast_index, index_to_p
 from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
+from .optimizers import Adam
 
 __version__ = "0.1.0"
 
@@ -38,4 +39,5 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "Optimizer", "SGD",
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
-         "tensor", "zeros", "ones", "rand"]
+         "tensor", "zeros", "ones", "rand",
+         "Adam"]
