@@ -8,7 +8,8 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'ScalarHistory', 'derivative_check', 'Add', 'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ',
            'GraphDrawing', 'draw_graph', 'Optimizer', 'SGD', 'IndexingError', 'TensorData', 'broadcast_index',
            'index_to_position', 'shape_broadcast', 'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps',
-           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'Adam']
+           'TensorBackend', 'TensorOps', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'Adam',
+           'save_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -27,6 +28,7 @@ from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
 from .optimizers import Adam
+from .checkpoint import load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
@@ -40,4 +42,4 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
          "tensor", "zeros", "ones", "rand",
-         "Adam"]
+         "Adam", "save_checkpoint", "load_checkpoint"]
