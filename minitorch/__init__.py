@@ -13,7 +13,7 @@ __all__ = ['operators', 'Graph', 'datasets', 'Module', 'Parameter', 'MathCase', 
            'conv1d', 'conv2d', 'Conv1dFun', 'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d', 'max', 'argmax',
            'softmax', 'logsoftmax', 'dropout', 'nll_loss', 'cross_entropy', 'xavier_uniform', 'xavier_normal',
            'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten', 'MaxPool2d',
-           'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
+           'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential', 'Adam', 'save_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -38,6 +38,8 @@ from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
+from .optimizers import Adam
+from .checkpoint import load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
@@ -56,4 +58,5 @@ _all_ = ["operators", "Graph", "datasets", "Module", "Parameter", "MathCase", "M
          "conv1d", "conv2d", "Conv1dFun", "Conv2dFun", "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax",
          "softmax", "logsoftmax", "dropout", "nll_loss", "cross_entropy", "xavier_uniform", "xavier_normal",
          "kaiming_uniform", "kaiming_normal", "zeros_init", "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d",
-         "AvgPool2d", "Dropout", "CrossEntropyLoss", "Sequential"]
+         "AvgPool2d", "Dropout", "CrossEntropyLoss", "Sequential",
+         "Adam", "save_checkpoint", "load_checkpoint"]
