@@ -212,8 +212,59 @@ def bench_conv2d_float32() -> Result | None:
     return bench_conv2d("float32")
 
 
+def mnist_steps(batches: int, batch_size: int, dtype_name: str):
+    "`batches` training steps (LeNet-style CNN, cross-entropy, Adam) on 28x28 images: ours, and PyTorch's in `dtype_name`."
+    import torch
+    from minitorch.train import build_model, train_step
+
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(batches * batch_size, 1, 28, 28))
+    labels = rng.integers(0, 10, size=batches * batch_size)
+    model = build_model("lenet", 28, minitorch.FastBackend)
+    optimizer = minitorch.Adam(model.parameters(), lr=0.002)
+    layers = torch.nn
+    torch_model = layers.Sequential(
+        layers.Conv2d(1, 6, 5, padding=2), layers.ReLU(), layers.MaxPool2d(2), layers.Conv2d(6, 16, 5), layers.ReLU(),
+        layers.MaxPool2d(2), layers.Flatten(), layers.Linear(400, 120), layers.ReLU(), layers.Linear(120, 10),
+    ).to(getattr(torch, dtype_name))
+    torch_optimizer = torch.optim.Adam(torch_model.parameters(), lr=0.002)
+    torch_images = torch.tensor(images, dtype=getattr(torch, dtype_name))
+    torch_labels = torch.tensor(labels)
+
+    def ours():
+        for start in range(0, len(labels), batch_size):
+            train_step(model, optimizer, images[start:start + batch_size], labels[start:start + batch_size])
+
+    def reference():
+        for start in range(0, len(labels), batch_size):
+            torch_optimizer.zero_grad()
+            batch = slice(start, start + batch_size)
+            torch.nn.functional.cross_entropy(torch_model(torch_images[batch]), torch_labels[batch]).backward()
+            torch_optimizer.step()
+
+    return ours, reference
+
+
+def bench_mnist_epoch(batches: int = 20, batch_size: int = 64, repeats: int = 2) -> list[Result]:
+    """Training throughput of the MNIST CNN of `python -m minitorch.train`, against PyTorch (float64, float32).
+
+    A full epoch (8,000 images) takes about a minute here, so `batches` batches stand for it: images per second,
+    whose ratio is the inverse of the ratio of epoch times."""
+    results = []
+    for dtype_name in ("float64", "float32"):
+        try:
+            ours, reference = mnist_steps(batches, batch_size, dtype_name)
+        except ImportError:
+            print("MNIST epoch benchmark skipped: torch is not installed")
+            return []
+        images = batches * batch_size
+        results.append(Result(f"MNIST LeNet train, {batches} x {batch_size} imgs", images / mean_time(ours, repeats),
+                              images / mean_time(reference, repeats), "images/s", f"PyTorch {dtype_name}"))
+    return results
+
+
 BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc,
-              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32}
+              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32, "mnist_epoch": bench_mnist_epoch}
 
 
 def main() -> None:
@@ -221,7 +272,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run only benchmarks whose name contains this")
     selected = [bench for name, bench in BENCHMARKS.items() if parser.parse_args().only in name]
-    results = [result for result in (bench() for bench in selected) if result is not None]
+    results = []
+    for outcome in (bench() for bench in selected):
+        results.extend(outcome if isinstance(outcome, list) else [outcome] if outcome is not None else [])
     print(f"{'benchmark':<44} {'ours':>12} {'reference':>12} {'ratio':>6}  unit / reference")
     for result in results:
         print(f"{result.name:<44} {result.ours:>12,.0f} {result.reference:>12,.0f} {result.ratio:>6.2f}  "
