@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import save_checkpoint
 from .conv import conv_output_size
 from .datasets import digits, mnist
 from .fast_ops import FastBackend
