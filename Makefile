@@ -11,6 +11,11 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 DEST ?=
 TASK ?=
 export NUMBA_ENABLE_CUDASIM ?= 1
+# Data sets (MNIST) are read from $(MINITORCH_DATA)/mnist when it is set (CI: ../shared/data). Made absolute
+# here, because nbdev_test runs each notebook from nbs/.
+ifdef MINITORCH_DATA
+export MINITORCH_DATA := $(abspath $(MINITORCH_DATA))
+endif
 export PYTHONPATH := $(CURDIR)
 
 E2E_STAMP := $(VENV)/.minitorch-e2e-installed

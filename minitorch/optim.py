@@ -33,18 +33,32 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    "Stochastic gradient descent: move each parameter by `-lr` times its gradient."
+    "Stochastic gradient descent: move each parameter by `-lr` times its gradient (or its velocity, with momentum)."
 
-    def __init__(self, parameters: Iterable[Parameter], lr: float = 1.0):
+    def __init__(self, parameters: Iterable[Parameter], lr: float = 1.0, momentum: float = 0.0):
         super().__init__(parameters)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self.lr = lr
+        self.momentum = momentum
+        self.velocities: dict[Parameter, Any] = {}
 
     def step(self) -> None:
-        "Update every parameter that has a gradient: value <- value - lr * gradient."
+        "Update every parameter that has a gradient: value <- value - lr * direction."
         for parameter in self.parameters:
             gradient = gradient_of(parameter.value)
             if gradient is None:
                 continue
+            direction = self.velocity(parameter, gradient) if self.momentum else gradient
             # BEGIN SOLUTION 1.5
-            parameter.update(parameter.value - self.lr * gradient)
+            parameter.update(parameter.value - self.lr * direction)
             # END SOLUTION
+
+    def velocity(self, parameter: Parameter, gradient: Any) -> Any:
+        "The new velocity of `parameter`: momentum * its last velocity + gradient (just the gradient at first)."
+        previous = self.velocities.get(parameter)
+        # BEGIN SOLUTION 4.5
+        velocity = gradient if previous is None else self.momentum * previous + gradient
+        # END SOLUTION
+        self.velocities[parameter] = velocity
+        return velocity

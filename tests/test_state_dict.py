@@ -1,0 +1,58 @@
+"""Module.state_dict / load_state_dict: names, detached tensors, strictness, shape checks, all-or-nothing."""
+import numpy as np
+import pytest
+
+from minitorch import Module, Parameter, tensor
+
+pytestmark = pytest.mark.task("4.6")
+
+
+class Block(Module):
+    def __init__(self, rows: int, columns: int, fill: float = 0.0):
+        super().__init__()
+        self.weight = Parameter(tensor(np.full((rows, columns), fill)))
+        self.bias = Parameter(tensor(np.full((columns,), fill)))
+
+
+class Model(Module):
+    def __init__(self, fill: float = 0.0, hidden: int = 3):
+        super().__init__()
+        self.first = Block(2, hidden, fill)
+        self.second = Block(hidden, 1, fill)
+
+
+def test_state_dict_names_every_parameter_and_detaches_tensors():
+    model = Model(fill=1.5)
+    state = model.state_dict()
+    assert list(state) == ["first.weight", "first.bias", "second.weight", "second.bias"]
+    assert all(not value.requires_grad and value is not model.first.weight.value for value in state.values())
+    assert state["first.weight"].to_numpy().tolist() == [[1.5] * 3] * 2
+
+
+def test_load_state_dict_copies_values_into_fresh_leaves():
+    source, target = Model(fill=2.0), Model()
+    target.load_state_dict(source.state_dict())
+    assert target.second.bias.value.to_numpy().tolist() == [2.0]
+    assert target.first.weight.value.is_leaf() and target.first.weight.value is not source.first.weight.value
+
+
+def test_every_problem_is_reported_at_once_and_nothing_is_loaded():
+    target = Model()
+    state = Model(fill=1.0, hidden=4).state_dict()
+    del state["second.bias"]
+    state["third.weight"] = tensor([1.0])
+    with pytest.raises(ValueError) as caught:
+        target.load_state_dict(state)
+    message = str(caught.value)
+    assert "missing: second.bias" in message and "unexpected: third.weight" in message
+    assert "first.weight (model (2, 3), state (2, 4))" in message and "second.weight (model (3, 1), state (4, 1))" in message
+    assert "first.bias" in message and "cannot load the state into Model" in message
+    assert target.first.weight.value.to_numpy().sum() == 0.0
+
+
+def test_non_strict_loading_ignores_names_only():
+    target = Model()
+    target.load_state_dict({"first.bias": tensor([7.0, 7.0, 7.0]), "other": tensor([1.0])}, strict=False)
+    assert target.first.bias.value.to_numpy().tolist() == [7.0, 7.0, 7.0]
+    with pytest.raises(ValueError, match=r"wrong shape: first.bias \(model \(3,\), state \(2,\)\)"):
+        target.load_state_dict({"first.bias": tensor([1.0, 2.0])}, strict=False)
