@@ -241,6 +241,7 @@ class TensorBackend:
         self.inv_back_zip = ops.zip(operators.inv_back)
         self.add_reduce = ops.reduce(operators.add, 0.0)
         self.mul_reduce = ops.reduce(operators.mul, 1.0)
+        self.max_reduce = ops.reduce(operators.max, -np.inf)
         self.matrix_multiply = ops.matrix_multiply
 
     def __repr__(self) -> str:

@@ -6,7 +6,9 @@ ratio is ours divided by the reference. Everything runs in one process, so ratio
 
 - chapter 1: scalar autodiff against a closure-based engine (graph nodes per second);
 - chapter 3: the fast backend against NumPy and PyTorch (calls per second). The bars of issue 5:
-  matmul at least 0.2x NumPy, elementwise and sum at least 0.5x NumPy, the MLP step at least 0.2x PyTorch.
+  matmul at least 0.2x NumPy, elementwise and sum at least 0.5x NumPy, the MLP step at least 0.2x PyTorch;
+- chapter 4: conv2d forward + backward against PyTorch (float64 and float32; bar: 0.1x).
+Benchmarks against PyTorch are left out (with a note) when torch is not installed.
 
     python tests/benchmark.py                 # every benchmark
     python tests/benchmark.py --only scalar   # benchmarks whose name contains "scalar"
@@ -282,8 +284,53 @@ def bench_mlp_step() -> list[Result]:
     return compare("mlp step 784-128-10, batch 64", ours, {"torch": reference}, repeats=50)
 
 
+def conv2d_steps(batch: int, channels: int, size: int, kernels: int, kernel_size: int, dtype_name: str):
+    "One forward + backward of conv2d for minitorch and for PyTorch in `dtype_name`, on the same values."
+    import torch
+
+    rng = np.random.default_rng(0)
+    out_size = size - kernel_size + 1
+    values = [rng.normal(size=shape) for shape in [(batch, channels, size, size),
+                                                   (kernels, channels, kernel_size, kernel_size),
+                                                   (kernels,), (batch, kernels, out_size, out_size)]]
+    input, weight, bias = (minitorch.tensor(array, requires_grad=True) for array in values[:3])
+    grad_output = minitorch.tensor(values[3])
+    dtype = getattr(torch, dtype_name)
+    torch_input, torch_weight, torch_bias = (torch.tensor(array, dtype=dtype, requires_grad=True) for array in values[:3])
+    torch_grad_output = torch.tensor(values[3], dtype=dtype)
+
+    def ours():
+        for leaf in (input, weight, bias):
+            leaf.zero_grad_()
+        minitorch.conv2d(input, weight, bias).backward(grad_output)
+
+    def reference():
+        for leaf in (torch_input, torch_weight, torch_bias):
+            leaf.grad = None
+        torch.nn.functional.conv2d(torch_input, torch_weight, torch_bias).backward(torch_grad_output)
+
+    return ours, reference
+
+
+def bench_conv2d(dtype_name: str = "float64", repeats: int = 20) -> list[Result]:
+    "conv2d forward + backward on (16, 4, 28, 28) with (8, 4, 3, 3) kernels: batches per second against PyTorch."
+    try:
+        ours, reference = conv2d_steps(16, 4, 28, 8, 3, dtype_name)
+    except ImportError:
+        print("conv2d benchmark skipped: torch is not installed")
+        return []
+    return [Result("conv2d (16,4,28,28)*(8,4,3,3), fwd+bwd", 1 / mean_time(ours, repeats),
+                   1 / mean_time(reference, repeats), "batches/s", f"PyTorch {dtype_name}")]
+
+
+def bench_conv2d_float32() -> list[Result]:
+    "The same against PyTorch in float32 (minitorch computes in float64 only)."
+    return bench_conv2d("float32")
+
+
 BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc,
-              "matmul": bench_matmul, "add": bench_add, "sum": bench_sum, "mlp_step": bench_mlp_step}
+              "matmul": bench_matmul, "add": bench_add, "sum": bench_sum, "mlp_step": bench_mlp_step,
+              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32}
 
 
 def readable(rate: float) -> str:

@@ -1,0 +1,134 @@
+"""PyTorch parity for chapter 4: conv, pooling, max, softmax and losses, values and gradients in float64."""
+import math
+
+import numpy as np
+import pytest
+from backends import BACKENDS
+
+import minitorch
+from minitorch import tensor
+
+torch = pytest.importorskip("torch")
+functional = torch.nn.functional
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+
+def close(ours, theirs):
+    "Assert that a minitorch tensor equals a torch tensor to 1e-6 relative tolerance."
+    expected = theirs.detach().numpy()
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=1e-6, atol=1e-9 * scale)
+
+
+def pairs(backend, *arrays):
+    "For each array, a minitorch leaf and a torch leaf over the same float64 values."
+    return [(tensor(values, backend=backend, requires_grad=True), torch.tensor(values, requires_grad=True))
+            for values in arrays]
+
+
+def compare(backend, ours_fn, theirs_fn, *arrays, seed=0):
+    "Run both functions on the arrays; compare outputs, then the gradients of a random weighted sum of them."
+    leaves = pairs(backend, *arrays)
+    ours, theirs = ours_fn(*(leaf for leaf, _ in leaves)), theirs_fn(*(leaf for _, leaf in leaves))
+    close(ours, theirs)
+    weights = np.random.default_rng(seed).normal(size=tuple(theirs.shape))
+    ours.backward(tensor(weights.reshape(ours.shape), backend=backend))
+    theirs.backward(torch.tensor(weights))
+    for our_leaf, their_leaf in leaves:
+        close(our_leaf.grad, their_leaf.grad)
+
+
+def distinct(shape, seed):
+    "Values of `shape` without ties, so that max and max pooling have one maximum."
+    rng = np.random.default_rng(seed)
+    return rng.permutation(math.prod(shape)).reshape(shape) / 10.0 + rng.uniform(0, 0.05)
+
+
+CONV2D_CASES = [((2, 3, 7, 6), (4, 3, 3, 2), 1, 0), ((1, 2, 5, 5), (3, 2, 3, 3), 2, 1),
+                ((2, 1, 6, 9), (2, 1, 2, 4), (1, 3), (2, 0)), ((1, 4, 4, 4), (2, 4, 4, 4), 3, 2),
+                ((3, 2, 8, 8), (5, 2, 1, 1), 1, 0)]
+
+
+@pytest.mark.task("4.2")
+@pytest.mark.parametrize("input_shape, weight_shape, stride, padding", CONV2D_CASES)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv2d(backend, input_shape, weight_shape, stride, padding, with_bias):
+    rng = np.random.default_rng(sum(input_shape))
+    arrays = [rng.normal(size=input_shape), rng.normal(size=weight_shape)] + [rng.normal(size=weight_shape[0])] * with_bias
+    compare(backend, lambda *args: minitorch.conv2d(*args, stride=stride, padding=padding),
+            lambda *args: functional.conv2d(*args, stride=stride, padding=padding), *arrays)
+
+
+@pytest.mark.task("4.1")
+@pytest.mark.parametrize("input_shape, weight_shape, stride, padding",
+                         [((2, 3, 9), (4, 3, 3), 1, 0), ((1, 2, 7), (3, 2, 4), 2, 1), ((2, 1, 5), (2, 1, 2), 3, 2),
+                          ((3, 2, 6), (1, 2, 1), 1, 0)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv1d(backend, input_shape, weight_shape, stride, padding, with_bias):
+    rng = np.random.default_rng(sum(input_shape))
+    arrays = [rng.normal(size=input_shape), rng.normal(size=weight_shape)] + [rng.normal(size=weight_shape[0])] * with_bias
+    compare(backend, lambda *args: minitorch.conv1d(*args, stride=stride, padding=padding),
+            lambda *args: functional.conv1d(*args, stride=stride, padding=padding), *arrays)
+
+
+@pytest.mark.task("4.3")
+@pytest.mark.parametrize("shape, kernel", [((2, 3, 4, 6), 2), ((1, 2, 6, 6), (3, 2)), ((2, 1, 4, 4), 4), ((1, 1, 3, 5), (1, 5))])
+def test_pooling(backend, shape, kernel):
+    compare(backend, lambda x: minitorch.avgpool2d(x, kernel), lambda x: functional.avg_pool2d(x, kernel),
+            distinct(shape, 1))
+    compare(backend, lambda x: minitorch.maxpool2d(x, kernel), lambda x: functional.max_pool2d(x, kernel),
+            distinct(shape, 2))
+
+
+@pytest.mark.task("4.3")
+@pytest.mark.parametrize("shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
+def test_max_and_argmax_along_a_dim(backend, shape, dim):
+    values = distinct(shape, 3)
+    compare(backend, lambda x: minitorch.max(x, dim, keepdim=False), lambda x: torch.max(x, dim)[0], values)
+    expected = torch.argmax(torch.tensor(values), dim).numpy()
+    np.testing.assert_array_equal(minitorch.argmax(tensor(values, backend=backend), dim, keepdim=False).to_numpy()
+                                  .reshape(expected.shape), expected)
+
+
+@pytest.mark.task("4.3")
+@pytest.mark.parametrize("shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
+@pytest.mark.parametrize("scale", [1.0, 300.0])
+def test_softmax_and_logsoftmax(backend, shape, dim, scale):
+    values = np.random.default_rng(4).normal(size=shape) * scale
+    compare(backend, lambda x: minitorch.softmax(x, dim), lambda x: torch.softmax(x, dim), values)
+    compare(backend, lambda x: minitorch.logsoftmax(x, dim), lambda x: torch.log_softmax(x, dim), values)
+
+
+@pytest.mark.task("4.3")
+@pytest.mark.parametrize("batch, classes", [(1, 2), (4, 3), (6, 10)])
+def test_cross_entropy_and_nll_loss(backend, batch, classes):
+    rng = np.random.default_rng(batch * classes)
+    logits, labels = rng.normal(size=(batch, classes)) * 3, rng.integers(0, classes, size=batch)
+    torch_labels = torch.tensor(labels)
+    compare(backend, lambda x: minitorch.cross_entropy(x, labels), lambda x: functional.cross_entropy(x, torch_labels),
+            logits)
+    compare(backend, lambda x: minitorch.nll_loss(minitorch.logsoftmax(x, 1), list(labels)),
+            lambda x: functional.nll_loss(torch.log_softmax(x, 1), torch_labels), logits)
+
+
+@pytest.mark.task("4.4")
+def test_a_sequential_model_with_copied_weights(backend):
+    ours = minitorch.Sequential(minitorch.Conv2d(2, 3, 3, padding=1, backend=backend), minitorch.nn.ReLU(),
+                                minitorch.MaxPool2d(2), minitorch.Flatten(), minitorch.Linear(12, 4, backend=backend))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                 torch.nn.Flatten(), torch.nn.Linear(12, 4)).double()
+    their_parameters = dict(theirs.named_parameters())
+    assert [name for name, _ in ours.named_parameters()] == list(their_parameters)
+    for name, parameter in ours.named_parameters():
+        assert parameter.value.shape == tuple(their_parameters[name].shape), name
+        parameter.update(tensor(their_parameters[name].detach().numpy(), backend=backend))
+    values = np.random.default_rng(5).normal(size=(2, 2, 4, 4))
+    labels = [1, 3]
+    loss = minitorch.cross_entropy(ours(tensor(values, backend=backend)), labels)
+    their_loss = functional.cross_entropy(theirs(torch.tensor(values)), torch.tensor(labels))
+    close(loss, their_loss.reshape(1))
+    loss.backward()
+    their_loss.backward()
+    for name, parameter in ours.named_parameters():
+        close(parameter.value.grad, their_parameters[name].grad)
