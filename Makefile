@@ -85,7 +85,8 @@ hooks: $(STAMP)
 	$(BIN)/nbdev_install_hooks
 
 bench: $(STAMP)
-	$(BIN)/python tests/benchmark.py
+	@# OPENBLAS_CORETYPE/L2_SIZE (set on some machines here) slow NumPy down: unset them for a fair comparison
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python tests/benchmark.py $(BENCH_FLAGS)
 
 # Playwright drives Debian's Chromium; it never downloads a browser of its own (no `playwright install`).
 $(E2E_STAMP): $(STAMP)

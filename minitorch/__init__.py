@@ -10,11 +10,11 @@ __all__ = ['operators', 'Graph', 'datasets', 'mnist', 'digits', 'read_idx', 'MNI
            'SGD', 'IndexingError', 'TensorData', 'broadcast_index', 'index_to_position', 'shape_broadcast',
            'strides_from_shape', 'to_index', 'SimpleBackend', 'SimpleOps', 'TensorBackend', 'TensorOps', 'Function',
            'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'FastBackend', 'FastOps', 'CudaOps',
-           'CudaUnavailableError', 'cuda_available', 'mm_practice', 'sum_practice', 'conv1d', 'conv2d', 'Conv1dFun',
-           'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d', 'max', 'argmax', 'softmax', 'logsoftmax', 'dropout',
-           'nll_loss', 'cross_entropy', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal',
-           'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout',
-           'CrossEntropyLoss', 'Sequential', 'Adam', 'save_checkpoint', 'load_checkpoint']
+           'CudaUnavailableError', 'cuda_available', 'mm_practice', 'sum_practice', 'Adam', 'save_checkpoint',
+           'load_checkpoint', 'conv1d', 'conv2d', 'Conv1dFun', 'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d',
+           'max', 'argmax', 'softmax', 'logsoftmax', 'dropout', 'nll_loss', 'cross_entropy', 'xavier_uniform',
+           'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten',
+           'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -34,13 +34,13 @@ from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
+from .optimizers import Adam
+from .checkpoint import load_checkpoint, save_checkpoint
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
-from .optimizers import Adam
-from .checkpoint import load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
@@ -56,8 +56,8 @@ _all_ = ["operators", "Graph", "datasets", "mnist", "digits", "read_idx", "MNIST
          "tensor", "zeros", "ones", "rand",
          "FastBackend", "FastOps",
          "CudaOps", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice",
+         "Adam", "save_checkpoint", "load_checkpoint",
          "conv1d", "conv2d", "Conv1dFun", "Conv2dFun", "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax",
          "softmax", "logsoftmax", "dropout", "nll_loss", "cross_entropy", "xavier_uniform", "xavier_normal",
          "kaiming_uniform", "kaiming_normal", "zeros_init", "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d",
-         "AvgPool2d", "Dropout", "CrossEntropyLoss", "Sequential",
-         "Adam", "save_checkpoint", "load_checkpoint"]
+         "AvgPool2d", "Dropout", "CrossEntropyLoss", "Sequential"]

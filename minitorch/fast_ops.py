@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
            'COLUMN_BLOCK', 'tensor_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
-           'same_contiguous_layout', 'chunk_bounds', 'use_threads', 'tensor_map', 'tensor_zip', 'tensor_reduce',
-           'matrix_multiply_kernel', 'FastOps']
+           'same_contiguous_layout', 'chunk_bounds', 'use_threads', 'tensor_map', 'tensor_zip', 'reduce_lane',
+           'tensor_reduce', 'matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -139,6 +139,28 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
     return njit(parallel=True, cache=True)(zip_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #7079ae7d
+@njit(inline="always")
+def reduce_lane(fn, start: float, storage: Storage, position: int, length: int, stride: int) -> float:
+    "Fold `length` values of `storage`, `stride` apart from `position`, into `start` with four partial totals."
+    if length < 4:
+        total = start
+        for step in range(length):
+            total = fn(total, storage[position + step * stride])
+        return total
+    total0 = fn(start, storage[position])
+    total1, total2, total3 = storage[position + stride], storage[position + 2 * stride], storage[position + 3 * stride]
+    step = 4
+    while step + 3 < length:
+        total0 = fn(total0, storage[position + step * stride])
+        total1 = fn(total1, storage[position + (step + 1) * stride])
+        total2 = fn(total2, storage[position + (step + 2) * stride])
+        total3 = fn(total3, storage[position + (step + 3) * stride])
+        step += 4
+    for rest in range(step, length):
+        total0 = fn(total0, storage[position + rest * stride])
+    return fn(fn(total0, total1), fn(total2, total3))
+
+
 @functools.cache
 def tensor_reduce(fn: Callable[[float, float], float]) -> ReduceKernel:
     "A compiled parallel kernel folding dimension `reduce_dim` of the input into the output with `fn`."
@@ -156,11 +178,8 @@ def tensor_reduce(fn: Callable[[float, float], float]) -> ReduceKernel:
                 to_index(ordinal, out_shape, index)
                 out_position = index_to_position(index, out_strides)
                 in_position = index_to_position(index, in_strides)
-                total = out_storage[out_position]
-                for _ in range(in_shape[reduce_dim]):
-                    total = fn(total, in_storage[in_position])
-                    in_position += in_strides[reduce_dim]
-                out_storage[out_position] = total
+                out_storage[out_position] = reduce_lane(fn, out_storage[out_position], in_storage, in_position,
+                                                        in_shape[reduce_dim], in_strides[reduce_dim])
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(reduce_kernel)

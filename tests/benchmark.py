@@ -1,9 +1,14 @@
 """Speed benchmarks of minitorch against reference implementations (run with `make bench`).
 
-Each benchmark is a function returning a `Result`; `main()` runs them and prints one table of
-name / ours / reference / ratio, where the figures are throughputs (higher is better) and the ratio
-is ours divided by the reference. Later chapters add benchmarks against NumPy and PyTorch here; those
-against PyTorch are skipped (with a note) when torch is not installed.
+Each benchmark is a function returning a list of `Result`s; `main()` runs them and prints one table
+of name / ours / reference / ratio, where the figures are throughputs (higher is better) and the
+ratio is ours divided by the reference. Everything runs in one process, so ratios compare like with like.
+
+- chapter 1: scalar autodiff against a closure-based engine (graph nodes per second);
+- chapter 3: the fast backend against NumPy and PyTorch (calls per second). The bars of issue 5:
+  matmul at least 0.2x NumPy, elementwise and sum at least 0.5x NumPy, the MLP step at least 0.2x PyTorch;
+- chapter 4: conv2d forward + backward against PyTorch (float64 and float32; bar: 0.1x).
+Benchmarks against PyTorch are left out (with a note) when torch is not installed.
 
     python tests/benchmark.py                 # every benchmark
     python tests/benchmark.py --only scalar   # benchmarks whose name contains "scalar"
@@ -156,16 +161,127 @@ def scalar_mlp(points: int, repeats: int, garbage_collector: bool) -> tuple[floa
             nodes / mean_time(reference, repeats, garbage_collector))
 
 
-def bench_scalar_mlp(points: int = 100, repeats: int = 20) -> Result:
+def bench_scalar_mlp(points: int = 100, repeats: int = 20) -> list[Result]:
     "The scalar MLP as a training loop runs it, garbage collector on: graph nodes per second."
     ours, reference = scalar_mlp(points, repeats, garbage_collector=True)
-    return Result(f"scalar MLP 2-10-1, {points} pts, fwd+bwd", ours, reference, "nodes/s", "closure engine")
+    return [Result(f"scalar MLP 2-10-1, {points} pts, fwd+bwd", ours, reference, "nodes/s", "closure engine")]
 
 
-def bench_scalar_mlp_no_gc(points: int = 100, repeats: int = 20) -> Result:
+def bench_scalar_mlp_no_gc(points: int = 100, repeats: int = 20) -> list[Result]:
     "The same with automatic garbage collection off and one collection at the end: the interpreter overhead."
     ours, reference = scalar_mlp(points, repeats, garbage_collector=False)
-    return Result(f"scalar MLP 2-10-1, {points} pts, one gc", ours, reference, "nodes/s", "closure engine")
+    return [Result(f"scalar MLP 2-10-1, {points} pts, one gc", ours, reference, "nodes/s", "closure engine")]
+
+
+def try_torch():
+    "The torch module, or None when it is not installed."
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def compare(name: str, ours: Callable[[], object], references: dict[str, Callable[[], object]],
+            repeats: int) -> list[Result]:
+    "Results of `ours` against each reference, in calls per second."
+    ours_rate = 1 / mean_time(ours, repeats)
+    return [Result(name, ours_rate, 1 / mean_time(run, repeats), "calls/s", reference)
+            for reference, run in references.items()]
+
+
+def bench_matmul() -> list[Result]:
+    "A batched (2, 512, 512) @ (2, 512, 512) product."
+    rng = np.random.default_rng(0)
+    a_values, b_values = rng.normal(size=(2, 512, 512)), rng.normal(size=(2, 512, 512))
+    a, b = minitorch.tensor(a_values, backend=minitorch.FastBackend), minitorch.tensor(b_values, backend=minitorch.FastBackend)
+    references = {"numpy": lambda: a_values @ b_values}
+    torch = try_torch()
+    if torch is not None:
+        a_torch, b_torch = torch.tensor(a_values), torch.tensor(b_values)
+        references["torch"] = lambda: a_torch @ b_torch
+    return compare("matmul (2,512,512)@(2,512,512)", lambda: a @ b, references, repeats=10)
+
+
+def bench_add() -> list[Result]:
+    "`a + b` over 10^7 contiguous values."
+    rng = np.random.default_rng(1)
+    a_values, b_values = rng.normal(size=10**7), rng.normal(size=10**7)
+    a, b = minitorch.tensor(a_values, backend=minitorch.FastBackend), minitorch.tensor(b_values, backend=minitorch.FastBackend)
+    references = {"numpy": lambda: a_values + b_values}
+    torch = try_torch()
+    if torch is not None:
+        a_torch, b_torch = torch.tensor(a_values), torch.tensor(b_values)
+        references["torch"] = lambda: a_torch + b_torch
+    return compare("add 10^7", lambda: a + b, references, repeats=10)
+
+
+def bench_sum() -> list[Result]:
+    "`a.sum(1)` over a (1000, 10000) tensor."
+    values = np.random.default_rng(2).normal(size=(1000, 10000))
+    a = minitorch.tensor(values, backend=minitorch.FastBackend)
+    references = {"numpy": lambda: values.sum(1)}
+    torch = try_torch()
+    if torch is not None:
+        a_torch = torch.tensor(values)
+        references["torch"] = lambda: a_torch.sum(1)
+    return compare("sum(1) of (1000,10000)", lambda: a.sum(1), references, repeats=10)
+
+
+def mlp_values(seed: int = 3) -> dict[str, np.ndarray]:
+    "Inputs, one-hot targets and initial weights of a 784-128-10 MLP on a batch of 64."
+    rng = np.random.default_rng(seed)
+    return {"x": rng.normal(size=(64, 784)), "y": np.eye(10)[rng.integers(0, 10, size=64)],
+            "w1": rng.normal(scale=784**-0.5, size=(784, 128)), "b1": np.zeros(128),
+            "w2": rng.normal(scale=128**-0.5, size=(128, 10)), "b2": np.zeros(10)}
+
+
+def minitorch_mlp_step(values: dict[str, np.ndarray], rate: float = 0.1) -> Callable[[], float]:
+    "One SGD step of the MLP on the fast backend: forward, mean squared error, backward, update."
+    x, y = (minitorch.tensor(values[name], backend=minitorch.FastBackend) for name in ("x", "y"))
+    params = {name: minitorch.tensor(values[name], backend=minitorch.FastBackend, requires_grad=True)
+              for name in ("w1", "b1", "w2", "b2")}
+
+    def step() -> float:
+        hidden = (x @ params["w1"] + params["b1"]).relu()
+        error = hidden @ params["w2"] + params["b2"] - y
+        loss = (error * error).mean()
+        loss.backward()
+        for name, param in params.items():
+            params[name] = (param - param.grad * rate).detach().requires_grad_(True)
+        return loss.item()
+
+    return step
+
+
+def torch_mlp_step(torch, values: dict[str, np.ndarray], rate: float = 0.1) -> Callable[[], float]:
+    "The same SGD step in PyTorch (float64, as ours)."
+    x, y = (torch.tensor(values[name]) for name in ("x", "y"))
+    params = {name: torch.tensor(values[name], requires_grad=True) for name in ("w1", "b1", "w2", "b2")}
+
+    def step() -> float:
+        hidden = (x @ params["w1"] + params["b1"]).relu()
+        error = hidden @ params["w2"] + params["b2"] - y
+        loss = (error * error).mean()
+        loss.backward()
+        with torch.no_grad():
+            for param in params.values():
+                param -= param.grad * rate
+                param.grad = None
+        return loss.item()
+
+    return step
+
+
+def bench_mlp_step() -> list[Result]:
+    "One SGD step of a 784-128-10 MLP on a batch of 64, against PyTorch."
+    torch = try_torch()
+    if torch is None:
+        return []
+    values = mlp_values()
+    ours, reference = minitorch_mlp_step(values), torch_mlp_step(torch, values)
+    assert abs(ours() - reference()) < 1e-9, "the two MLP steps do not compute the same loss"
+    return compare("mlp step 784-128-10, batch 64", ours, {"torch": reference}, repeats=50)
 
 
 def conv2d_steps(batch: int, channels: int, size: int, kernels: int, kernel_size: int, dtype_name: str):
@@ -196,18 +312,18 @@ def conv2d_steps(batch: int, channels: int, size: int, kernels: int, kernel_size
     return ours, reference
 
 
-def bench_conv2d(dtype_name: str = "float64", repeats: int = 20) -> Result | None:
+def bench_conv2d(dtype_name: str = "float64", repeats: int = 20) -> list[Result]:
     "conv2d forward + backward on (16, 4, 28, 28) with (8, 4, 3, 3) kernels: batches per second against PyTorch."
     try:
         ours, reference = conv2d_steps(16, 4, 28, 8, 3, dtype_name)
     except ImportError:
         print("conv2d benchmark skipped: torch is not installed")
-        return None
-    return Result("conv2d (16,4,28,28)*(8,4,3,3), fwd+bwd", 1 / mean_time(ours, repeats),
-                  1 / mean_time(reference, repeats), "batches/s", f"PyTorch {dtype_name}")
+        return []
+    return [Result("conv2d (16,4,28,28)*(8,4,3,3), fwd+bwd", 1 / mean_time(ours, repeats),
+                   1 / mean_time(reference, repeats), "batches/s", f"PyTorch {dtype_name}")]
 
 
-def bench_conv2d_float32() -> Result | None:
+def bench_conv2d_float32() -> list[Result]:
     "The same against PyTorch in float32 (minitorch computes in float64 only)."
     return bench_conv2d("float32")
 
@@ -248,7 +364,7 @@ def mnist_steps(batches: int, batch_size: int, dtype_name: str):
 def bench_mnist_epoch(batches: int = 20, batch_size: int = 64, repeats: int = 2) -> list[Result]:
     """Training throughput of the MNIST CNN of `python -m minitorch.train`, against PyTorch (float64, float32).
 
-    A full epoch (8,000 images) takes about a minute here, so `batches` batches stand for it: images per second,
+    A full epoch (8,000 images) takes about half a minute here, so `batches` batches stand for it: images per second,
     whose ratio is the inverse of the ratio of epoch times."""
     results = []
     for dtype_name in ("float64", "float32"):
@@ -264,7 +380,14 @@ def bench_mnist_epoch(batches: int = 20, batch_size: int = 64, repeats: int = 2)
 
 
 BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc,
-              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32, "mnist_epoch": bench_mnist_epoch}
+              "matmul": bench_matmul, "add": bench_add, "sum": bench_sum, "mlp_step": bench_mlp_step,
+              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32,
+              "mnist_epoch": bench_mnist_epoch}
+
+
+def readable(rate: float) -> str:
+    "A throughput with thousands separators when large, three significant digits when small."
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
 
 
 def main() -> None:
@@ -272,14 +395,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run only benchmarks whose name contains this")
     selected = [bench for name, bench in BENCHMARKS.items() if parser.parse_args().only in name]
-    results = []
-    for outcome in (bench() for bench in selected):
-        results.extend(outcome if isinstance(outcome, list) else [outcome] if outcome is not None else [])
+    results = [result for bench in selected for result in bench()]
     print(f"{'benchmark':<44} {'ours':>12} {'reference':>12} {'ratio':>6}  unit / reference")
     for result in results:
-        print(f"{result.name:<44} {result.ours:>12,.0f} {result.reference:>12,.0f} {result.ratio:>6.2f}  "
+        print(f"{result.name:<44} {readable(result.ours):>12} {readable(result.reference):>12} {result.ratio:>6.2f}  "
               f"{result.unit} / {result.reference_name}")
-
 
 if __name__ == "__main__":
     main()
