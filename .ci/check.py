@@ -28,15 +28,28 @@ def task_key(task: str) -> tuple[int, ...]:
     return tuple(int(part) for part in task.split("."))
 
 
+def cell_directives(cell) -> dict[str, list[str]]:
+    "The `#|` directives at the top of a cell, with the values of repeated ones joined (nbdev keeps only the last)."
+    directives: dict[str, list[str]] = {}
+    for line in cell.source.splitlines():
+        if not line.startswith("#|"):
+            if line.strip():
+                break
+            continue
+        name, *values = line[2:].split()
+        directives.setdefault(name, []).extend(values)
+    return directives
+
+
 def cell_tasks(cell) -> list[str]:
-    "Task ids a processed cell is tagged with."
-    return (getattr(cell, "directives_", None) or {}).get("task", [])
+    "Task ids a cell is tagged with: every `#| task` line counts."
+    return cell_directives(cell).get("task", []) if cell.cell_type == "code" else []
 
 
 def load(path: Path):
-    "The notebook at `path`, with nbdev's directives parsed."
-    from nbdev.process import NBProcessor
-    return NBProcessor(path, process=True).nb
+    "The notebook at `path`."
+    import nbformat
+    return nbformat.read(path, as_version=4)
 
 
 def notebook_tasks() -> dict[Path, set[str]]:
@@ -57,8 +70,10 @@ def pytest_tasks() -> set[str]:
 
 def skipped(cell, task: str) -> bool:
     "Whether `cell` is not part of the run for `task`."
-    directives = getattr(cell, "directives_", None) or {}
-    if cell.cell_type != "code" or directives.get("eval:", [""])[0].lower() == "false":
+    if cell.cell_type != "code":
+        return True
+    directives = cell_directives(cell)
+    if directives.get("eval:", [""])[0].lower() == "false":
         return True
     if SKIP_FLAGS & directives.keys():
         return True
