@@ -29,7 +29,7 @@ help:
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
 	@echo "make check TASK=0.1      run the checks of one exercise task"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
-	@echo "make bench               print speed ratios against NumPy / PyTorch"
+	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
 	@echo "make e2e                 run every notebook in JupyterLab in headless Chromium; screenshots in _screenshots/"
 	@echo "make html                execute the notebooks and render them to a static site in _site/"
 	@echo "make tour-images         regenerate the README tour images in nbs/images/ (runs html and e2e)"

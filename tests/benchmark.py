@@ -1,21 +1,28 @@
-"""Speed benchmarks of minitorch against reference implementations (run with `make bench`).
+"""Speed of minitorch against NumPy, PyTorch and a closure-based scalar engine (run with `make bench`).
 
-Each benchmark is a function returning a list of `Result`s; `main()` runs them and prints one table
-of name / ours / reference / ratio, where the figures are throughputs (higher is better) and the
-ratio is ours divided by the reference. Everything runs in one process, so ratios compare like with like.
+Every row times ours and its reference in this one process, interleaved (ours, reference, ours, reference, ...)
+after a warm-up, so that a change in the machine's load hits both sides alike. Each sample is a block of
+back-to-back calls long enough to time reliably; a row prints the median time per call of each side with its
+spread (the interquartile range as a percentage of the median), the speed ratio (reference median / ours: above
+1 we are faster), the throughput where the work has a size (GFLOP/s for matrix products and convolutions, GB/s
+for elementwise work and reductions, images/s for training), and the bar that issue 11 sets for the row.
 
-- chapter 1: scalar autodiff against a closure-based engine (graph nodes per second);
-- chapter 3: the fast backend against NumPy and PyTorch (calls per second). The bars of issue 5:
-  matmul at least 0.2x NumPy, elementwise and sum at least 0.5x NumPy, the MLP step at least 0.2x PyTorch;
-- chapter 4: conv2d forward + backward against PyTorch (float64 and float32; bar: 0.1x).
-Benchmarks against PyTorch are left out (with a note) when torch is not installed.
+Before and after the rows it prints the machine, the threads each library uses and the load average; a
+WARNING says when the machine was not idle, because such figures must not be quoted. All tensors are float64.
 
-    python tests/benchmark.py                 # every benchmark
-    python tests/benchmark.py --only scalar   # benchmarks whose name contains "scalar"
+    python tests/benchmark.py                    # every row, a few minutes
+    python tests/benchmark.py --quick            # fewer and shorter samples
+    python tests/benchmark.py --only matmul      # rows whose name contains "matmul" (case-insensitive)
+    python tests/benchmark.py --threads 1        # numba, NumPy's BLAS and PyTorch on one thread each
 """
 import argparse
+import datetime
 import gc
+import os
+import platform
 import random
+import statistics
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -24,40 +31,416 @@ import numpy as np
 
 import minitorch
 
+Call = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Bar:
+    "A target of issue 11: a least speed ratio against the reference, or a most time per call of ours."
+    least_ratio: float | None = None
+    most_micros: float | None = None
+
+    def __str__(self) -> str:
+        return f">= {self.least_ratio}x" if self.least_ratio is not None else f"<= {self.most_micros:g} us"
+
+    def met(self, ratio: float | None, ours_seconds: float) -> bool:
+        "Whether a measured speed ratio (or, for a time bar, ours' seconds per call) meets the bar."
+        if self.least_ratio is not None:
+            return ratio is not None and ratio >= self.least_ratio
+        return ours_seconds * 1e6 <= self.most_micros
+
 
 @dataclass
-class Result:
-    "One benchmark's outcome: throughputs of ours and of the reference, in `unit`."
-    name: str
-    ours: float
-    reference: float
-    unit: str
+class Row:
+    "One comparison: ours and the reference as calls without arguments, and the size of one call's work."
+    ours: Call
+    reference: Call | None
     reference_name: str
+    bar: Bar | None = None
+    flops: float = 0.0
+    bytes: float = 0.0
+    images: int = 0
+    collector: str = "on"
+    max_repeats: int | None = None
 
-    @property
-    def ratio(self) -> float:
-        "How many times faster ours is than the reference."
-        return self.ours / self.reference
+
+@dataclass(frozen=True)
+class Spec:
+    "A row's name (what `--only` matches) and how to build it; building is left until the row is selected."
+    name: str
+    build: Callable[[], Row]
 
 
-def mean_time(run: Callable[[], object], repeats: int, garbage_collector: bool = True) -> float:
-    """Mean seconds per call over `repeats` back-to-back calls of `run` after a warm-up, as in a training loop.
+@dataclass(frozen=True)
+class Summary:
+    "Median seconds per call and the interquartile range as a fraction of the median."
+    median: float
+    spread: float
 
-    With `garbage_collector=False` automatic collection is off during the loop and one explicit collection at
-    the end is timed with it, so an engine that leaves reference cycles still pays once for freeing them."""
-    run()
-    gc.collect()
-    if not garbage_collector:
+
+def summarise(seconds: list[float]) -> Summary:
+    "Median and relative interquartile range of the timed samples (zero spread for a single sample)."
+    median = statistics.median(seconds)
+    if len(seconds) < 2:
+        return Summary(median, 0.0)
+    lower, _, upper = statistics.quantiles(seconds, n=4, method="inclusive")
+    return Summary(median, (upper - lower) / median)
+
+
+# ---------------------------------------------------------------- timing
+
+def run_block(call: Call, number: int, collector: str) -> float:
+    """Seconds per call over `number` back-to-back calls of `call`.
+
+    collector "on": Python's garbage collector runs as usual. "clean": the same, after an untimed full collection,
+    so that neither side of a row pays for garbage the other left. "off": no automatic collection during the block,
+    then one timed collection of the young generation, so an engine that leaves reference cycles pays once to free them."""
+    if collector == "clean":
+        gc.collect()
+    if collector == "off":
         gc.disable()
     try:
         start = time.perf_counter()
-        for _ in range(repeats):
-            run()
-        gc.collect()
-        return (time.perf_counter() - start) / repeats
+        for _ in range(number):
+            call()
+        if collector == "off":
+            gc.collect(0)
+        return (time.perf_counter() - start) / number
     finally:
         gc.enable()
 
+
+def calls_per_sample(call: Call, sample_seconds: float, collector: str) -> int:
+    "How many calls make a sample of about `sample_seconds` (at least one), judged from one timed call."
+    return max(1, round(sample_seconds / run_block(call, 1, collector)))
+
+
+def interleaved(ours: Call, reference: Call | None, repeats: int, sample_seconds: float,
+                collector: str) -> tuple[list[float], list[float]]:
+    "Seconds per call of `repeats` samples of each side, taken alternately (ours, reference, ...) after a warm-up."
+    sides = [call for call in (ours, reference) if call is not None]
+    for call in sides:
+        call()
+    numbers = [calls_per_sample(call, sample_seconds, collector) for call in sides]
+    samples: list[list[float]] = [[] for _ in sides]
+    for _ in range(repeats):
+        for call, number, seconds in zip(sides, numbers, samples):
+            seconds.append(run_block(call, number, collector))
+    return samples[0], samples[1] if reference is not None else []
+
+
+# ---------------------------------------------------------------- the machine
+
+def cpu_model() -> str:
+    "The processor's name from /proc/cpuinfo, or what the platform module says."
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cores() -> int:
+    "The number of cores this process may run on."
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def idle_warning(load: float, cores: int) -> str | None:
+    "A warning when the 1-minute load average exceeds half a task per core, else None."
+    if load <= 0.5 * cores:
+        return None
+    return (f"WARNING: the machine is not idle (load average {load:.2f} on {cores} cores, above 0.5 per core): "
+            "absolute figures and ratios are unreliable; do not quote them, re-run on an idle machine")
+
+
+def try_torch():
+    "The torch module, or None when it is not installed."
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def blas_description() -> str:
+    "NumPy's BLAS library, version and thread count, as threadpoolctl reports them."
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl is not installed)"
+    pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    return ", ".join(f"{pool['internal_api']} {pool.get('version')} on {pool['num_threads']} threads"
+                     for pool in pools) or "none found"
+
+
+def thread_description() -> str:
+    "The threads of numba, NumPy's BLAS and PyTorch."
+    import numba
+
+    torch = try_torch()
+    torch_part = f"PyTorch {torch.__version__} {torch.get_num_threads()}" if torch else "PyTorch not installed"
+    return (f"numba {numba.__version__} {numba.get_num_threads()}; "
+            f"NumPy {np.__version__} BLAS {blas_description()}; {torch_part}")
+
+
+def set_threads(count: int) -> None:
+    "Run numba, NumPy's BLAS and PyTorch on `count` threads each."
+    import numba
+
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    torch = try_torch()
+    if torch is not None:
+        torch.set_num_threads(count)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        print("note: threadpoolctl is not installed, NumPy's BLAS keeps its own thread count")
+        return
+    threadpool_limits(count)
+
+
+def print_machine() -> None:
+    "The machine, the date and the threads, for the record."
+    cores = usable_cores()
+    print(f"machine: {cpu_model()}, {cores} usable cores of {os.cpu_count()}, {platform.system()} "
+          f"{platform.release()}, Python {platform.python_version()}")
+    print(f"threads: {thread_description()}")
+    print(f"date:    {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def print_load(moment: str) -> bool:
+    "Print the load average; return whether the machine looked idle."
+    loads = os.getloadavg()
+    print(f"load average {moment}: {loads[0]:.2f} {loads[1]:.2f} {loads[2]:.2f} (1, 5, 15 min)")
+    warning = idle_warning(loads[0], usable_cores())
+    if warning:
+        print(warning)
+    return warning is None
+
+
+# ---------------------------------------------------------------- tensors against NumPy
+
+CLASSIC = "TensorBackend(FastOps)"
+BACKENDS = {"FastBackend": lambda: minitorch.FastBackend, CLASSIC: lambda: minitorch.TensorBackend(minitorch.FastOps)}
+
+
+def fast_tensor(values: np.ndarray, backend_name: str = "FastBackend", requires_grad: bool = False):
+    "A minitorch tensor of `values` on the named fast backend, made as a learner makes one."
+    return minitorch.tensor(values, backend=BACKENDS[backend_name](), requires_grad=requires_grad)
+
+
+def matmul_row(a_shape: tuple[int, ...], b_shape: tuple[int, ...], permuted: str = "",
+               backend_name: str = "FastBackend", bar: float = 0.3) -> Callable[[], Row]:
+    """A product of operands of `a_shape` and `b_shape`; `permuted` ("a" or "b") names an operand given as a
+    transposed view (`permute`) of a contiguous tensor, as a backward pass produces them."""
+
+    def build() -> Row:
+        rng = np.random.default_rng(0)
+        operands = []
+        for name, shape in (("a", a_shape), ("b", b_shape)):
+            if name == permuted:
+                stored = rng.normal(size=shape[::-1])
+                operands.append((fast_tensor(stored, backend_name).permute(1, 0), stored.T))
+            else:
+                values = rng.normal(size=shape)
+                operands.append((fast_tensor(values, backend_name), values))
+        (a, a_values), (b, b_values) = operands
+        *batch, rows, inner = a_shape
+        flops = 2.0 * np.prod(batch or [1]) * rows * inner * b_shape[-1]
+        return Row(lambda: a @ b, lambda: a_values @ b_values, "NumPy", Bar(bar), flops=flops)
+
+    return build
+
+
+def add_row(shape: tuple[int, ...], backend_name: str = "FastBackend", bar: Bar = Bar(0.5)) -> Callable[[], Row]:
+    "`a + b` on two tensors of `shape`: two reads and one write of float64 per element."
+
+    def build() -> Row:
+        rng = np.random.default_rng(1)
+        a_values, b_values = rng.normal(size=shape), rng.normal(size=shape)
+        a, b = fast_tensor(a_values, backend_name), fast_tensor(b_values, backend_name)
+        return Row(lambda: a + b, lambda: a_values + b_values, "NumPy", bar, bytes=3 * 8 * a_values.size)
+
+    return build
+
+
+def sum_row() -> Row:
+    "`a.sum(1)` over a (1000, 10000) tensor: each element read once."
+    values = np.random.default_rng(2).normal(size=(1000, 10000))
+    a = fast_tensor(values)
+    return Row(lambda: a.sum(1), lambda: values.sum(1), "NumPy", Bar(0.5), bytes=8 * values.size + 8 * 1000)
+
+
+# ---------------------------------------------------------------- training steps against PyTorch
+
+def torch_missing(bar: Bar) -> Row:
+    "A row that cannot run because PyTorch is not installed."
+    return Row(lambda: None, None, "PyTorch is not installed", bar)
+
+
+def mlp_values(seed: int = 3) -> dict[str, np.ndarray]:
+    "A batch of 64 inputs, one-hot targets and initial weights of a 784-128-10 MLP."
+    rng = np.random.default_rng(seed)
+    return {"x": rng.normal(size=(64, 784)), "y": np.eye(10)[rng.integers(0, 10, size=64)],
+            "w1": rng.normal(scale=784**-0.5, size=(784, 128)), "b1": np.zeros(128),
+            "w2": rng.normal(scale=128**-0.5, size=(128, 10)), "b2": np.zeros(10)}
+
+
+class TwoLayers(minitorch.Module):
+    "The 784-128-10 MLP as a learner writes it: `Parameter`s holding tensors, a ReLU between two affine maps."
+
+    def __init__(self, values: dict[str, np.ndarray], backend_name: str):
+        super().__init__()
+        for name in ("w1", "b1", "w2", "b2"):
+            self.add_parameter(name, fast_tensor(values[name], backend_name))
+
+    def forward(self, x):
+        hidden = (x @ self.w1.value + self.b1.value).relu()
+        return hidden @ self.w2.value + self.b2.value
+
+
+def mlp_step_row(backend_name: str) -> Callable[[], Row]:
+    "One SGD step (forward, mean squared error, backward, update) of the MLP, against PyTorch float64."
+
+    def build() -> Row:
+        torch = try_torch()
+        if torch is None:
+            return torch_missing(Bar(0.3))
+        values = mlp_values()
+        model = TwoLayers(values, backend_name)
+        optimizer = minitorch.SGD(model.parameters(), lr=0.1)
+        x, y = fast_tensor(values["x"], backend_name), fast_tensor(values["y"], backend_name)
+        torch_params = [torch.tensor(values[name], requires_grad=True) for name in ("w1", "b1", "w2", "b2")]
+        torch_optimizer = torch.optim.SGD(torch_params, lr=0.1)
+        torch_x, torch_y = torch.tensor(values["x"]), torch.tensor(values["y"])
+
+        def ours() -> float:
+            optimizer.zero_grad()
+            error = model(x) - y
+            loss = (error * error).mean()
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+
+        def reference() -> float:
+            w1, b1, w2, b2 = torch_params
+            torch_optimizer.zero_grad()
+            error = (torch_x @ w1 + b1).relu() @ w2 + b2 - torch_y
+            loss = (error * error).mean()
+            loss.backward()
+            torch_optimizer.step()
+            return loss.item()
+
+        same_work(ours, reference, "the MLP steps")
+        return Row(ours, reference, "PyTorch float64", Bar(0.3))
+
+    return build
+
+
+def same_work(ours: Call, reference: Call, what: str) -> None:
+    "Raise unless two steps started from the same weights compute the same loss (so the timings compare like work)."
+    ours_loss, reference_loss = ours(), reference()
+    if not np.isclose(ours_loss, reference_loss, rtol=1e-6, atol=1e-9):
+        raise AssertionError(f"{what} do not compute the same loss: ours {ours_loss}, reference {reference_loss}")
+
+
+def conv_row(dims: int, batch: int, channels: int, size: int, kernels: int, kernel_size: int) -> Callable[[], Row]:
+    "Forward and backward of a `dims`-dimensional convolution (no padding, stride 1), against PyTorch float64."
+
+    def build() -> Row:
+        torch = try_torch()
+        if torch is None:
+            return torch_missing(Bar(0.3))
+        rng = np.random.default_rng(0)
+        out_size = size - kernel_size + 1
+        shapes = [(batch, channels) + (size,) * dims, (kernels, channels) + (kernel_size,) * dims, (kernels,),
+                  (batch, kernels) + (out_size,) * dims]
+        values = [rng.normal(size=shape) for shape in shapes]
+        leaves = [fast_tensor(array, requires_grad=True) for array in values[:3]]
+        grad_output = fast_tensor(values[3])
+        torch_leaves = [torch.tensor(array, requires_grad=True) for array in values[:3]]
+        torch_grad_output = torch.tensor(values[3])
+        ours_conv = minitorch.conv2d if dims == 2 else minitorch.conv1d
+        torch_conv = torch.nn.functional.conv2d if dims == 2 else torch.nn.functional.conv1d
+
+        def ours() -> None:
+            for leaf in leaves:
+                leaf.zero_grad_()
+            ours_conv(*leaves).backward(grad_output)
+
+        def reference() -> None:
+            for leaf in torch_leaves:
+                leaf.grad = None
+            torch_conv(*torch_leaves).backward(torch_grad_output)
+
+        forward_flops = 2.0 * batch * kernels * out_size**dims * channels * kernel_size**dims
+        return Row(ours, reference, "PyTorch float64", Bar(0.3), flops=3 * forward_flops)
+
+    return build
+
+
+MNIST_BATCH = 64
+
+
+def mnist_row(batches: int) -> Callable[[], Row]:
+    """`batches` training steps of `python -m minitorch.train`'s default model and optimiser (LeNet, Adam, batch 64),
+    against the same model in PyTorch float64 starting from the same weights; images are random."""
+
+    def build() -> Row:
+        torch = try_torch()
+        if torch is None:
+            return torch_missing(Bar(0.15))
+        from minitorch import train
+
+        defaults = train.parser().parse_args([])
+        backend = train.backend_named(defaults.backend)
+        model = train.build_model(defaults.model, 28, backend, seed=defaults.seed)
+        optimizer = minitorch.Adam(model.parameters(), lr=defaults.lr)
+        torch_model = torch_lenet(torch, model)
+        torch_optimizer = torch.optim.Adam(torch_model.parameters(), lr=defaults.lr)
+        rng = np.random.default_rng(0)
+        images = rng.normal(size=(batches * defaults.batch_size, 1, 28, 28))
+        labels = rng.integers(0, 10, size=batches * defaults.batch_size)
+        torch_images, torch_labels = torch.tensor(images), torch.tensor(labels)
+        starts = range(0, len(labels), defaults.batch_size)
+
+        def ours() -> float:
+            for start in starts:
+                batch = slice(start, start + defaults.batch_size)
+                loss = train.train_step(model, optimizer, images[batch], labels[batch], backend)
+            return loss
+
+        def reference() -> float:
+            for start in starts:
+                batch = slice(start, start + defaults.batch_size)
+                torch_optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(torch_model(torch_images[batch]), torch_labels[batch])
+                loss.backward()
+                torch_optimizer.step()
+            return loss.item()
+
+        same_work(ours, reference, "the MNIST training steps")
+        return Row(ours, reference, "PyTorch float64", Bar(0.15), images=len(labels), max_repeats=7)
+
+    return build
+
+
+def torch_lenet(torch, model: minitorch.Module):
+    "PyTorch's copy of minitorch.train's LeNet, holding the same weights as `model`."
+    layers = torch.nn
+    copy = layers.Sequential(
+        layers.Conv2d(1, 6, 5, padding=2), layers.ReLU(), layers.MaxPool2d(2), layers.Conv2d(6, 16, 5), layers.ReLU(),
+        layers.MaxPool2d(2), layers.Flatten(), layers.Linear(400, 120), layers.ReLU(), layers.Linear(120, 10),
+    ).double()
+    weights = {name: torch.tensor(parameter.value.to_numpy()) for name, parameter in model.named_parameters()}
+    copy.load_state_dict(weights)
+    return copy
+
+
+# ---------------------------------------------------------------- chapter 1: scalars against closures
 
 class Value:
     "A minimal closure-based scalar engine in the style micrograd popularised: the reference for scalar autodiff."
@@ -123,8 +506,8 @@ class Value:
             node.backward_step()
 
 
-def mlp_loss(make: Callable[[float], object], points: list, labels: list, seed: int, hidden: int = 10):
-    "Mean squared error of a 2-`hidden`-1 ReLU MLP whose weights are made by `make`, and the weights."
+def scalar_mlp_loss(make: Callable[[float], object], points: list, labels: list, seed: int, hidden: int = 10):
+    "Mean squared error of a 2-`hidden`-1 ReLU MLP over the points, with weights made by `make`."
     rng = random.Random(seed)
     w1 = [[make(rng.uniform(-1, 1)) for _ in range(2)] for _ in range(hidden)]
     b1 = [make(0.0) for _ in range(hidden)]
@@ -141,265 +524,154 @@ def mlp_loss(make: Callable[[float], object], points: list, labels: list, seed: 
     return total * (1.0 / len(points))
 
 
-def computed_nodes(loss) -> int:
-    "The number of operation results in minitorch's graph ending at `loss`."
-    return sum(1 for node in minitorch.topological_sort(loss) if not node.is_leaf())
+def scalar_row(collector: str, points: int = 100) -> Callable[[], Row]:
+    "Forward + backward of the 2-10-1 MLP over `points` Xor points: minitorch.Scalar against the closure engine."
+
+    def build() -> Row:
+        data = minitorch.datasets["Xor"](points, seed=0)
+        ours_loss = scalar_mlp_loss(minitorch.Scalar, data.X, data.y, seed=1)
+        reference_loss = scalar_mlp_loss(Value, data.X, data.y, seed=1)
+        if not np.isclose(ours_loss.data, reference_loss.data, rtol=1e-12):
+            raise AssertionError(f"the scalar MLPs disagree: ours {ours_loss.data}, closures {reference_loss.data}")
+
+        def ours() -> None:
+            scalar_mlp_loss(minitorch.Scalar, data.X, data.y, seed=1).backward()
+
+        def reference() -> None:
+            scalar_mlp_loss(Value, data.X, data.y, seed=1).backward()
+
+        return Row(ours, reference, "closure engine", Bar(1.0), collector=collector)
+
+    return build
 
 
-def scalar_mlp(points: int, repeats: int, garbage_collector: bool) -> tuple[float, float]:
-    "Graph nodes per second of forward + backward of the 2-10-1 MLP over `points` Xor points: ours, reference."
-    data = minitorch.datasets["Xor"](points, seed=0)
+# ---------------------------------------------------------------- the rows
 
-    def ours():
-        mlp_loss(minitorch.Scalar, data.X, data.y, seed=1).backward()
-
-    def reference():
-        mlp_loss(Value, data.X, data.y, seed=1).backward()
-
-    nodes = computed_nodes(mlp_loss(minitorch.Scalar, data.X, data.y, seed=1))
-    return (nodes / mean_time(ours, repeats, garbage_collector),
-            nodes / mean_time(reference, repeats, garbage_collector))
-
-
-def bench_scalar_mlp(points: int = 100, repeats: int = 20) -> list[Result]:
-    "The scalar MLP as a training loop runs it, garbage collector on: graph nodes per second."
-    ours, reference = scalar_mlp(points, repeats, garbage_collector=True)
-    return [Result(f"scalar MLP 2-10-1, {points} pts, fwd+bwd", ours, reference, "nodes/s", "closure engine")]
-
-
-def bench_scalar_mlp_no_gc(points: int = 100, repeats: int = 20) -> list[Result]:
-    "The same with automatic garbage collection off and one collection at the end: the interpreter overhead."
-    ours, reference = scalar_mlp(points, repeats, garbage_collector=False)
-    return [Result(f"scalar MLP 2-10-1, {points} pts, one gc", ours, reference, "nodes/s", "closure engine")]
+def rows(mnist_batches: int) -> list[Spec]:
+    "Every row, in the order they print; the bars are issue 11's."
+    specs = [Spec(f"matmul 2x512x512 @ 2x512x512, {name}", matmul_row((2, 512, 512), (2, 512, 512), "", name, 0.5))
+             for name in BACKENDS]
+    for a_shape, b_shape in (((64, 784), (784, 128)), ((784, 64), (64, 128)), ((64, 10), (10, 128))):
+        shapes = f"{a_shape[0]}x{a_shape[1]} @ {b_shape[0]}x{b_shape[1]}"
+        specs += [Spec(f"matmul {shapes}{f', {side} permuted' if side else ''}", matmul_row(a_shape, b_shape, side))
+                  for side in ("", "a", "b")]
+    specs.append(Spec("add 1e7", add_row((10**7,))))
+    specs += [Spec(f"add 10x10 (per-op overhead), {name}", add_row((10, 10), name, Bar(most_micros=15)))
+              for name in BACKENDS]
+    specs.append(Spec("sum(1) 1000x10000", sum_row))
+    specs += [Spec(f"MLP SGD step 784-128-10 batch 64, {name}", mlp_step_row(name)) for name in BACKENDS]
+    specs.append(Spec("conv2d fwd+bwd 16x4x28x28 * 8x4x3x3", conv_row(2, 16, 4, 28, 8, 3)))
+    specs.append(Spec("conv1d fwd+bwd 16x4x784 * 8x4x9", conv_row(1, 16, 4, 784, 8, 9)))
+    specs.append(Spec(f"MNIST train (default model), {mnist_batches} batches of {MNIST_BATCH}", mnist_row(mnist_batches)))
+    specs += [Spec(f"scalar MLP 2-10-1 x 100 points fwd+bwd, gc {mode}", scalar_row(collector))
+              for mode, collector in (("on", "clean"), ("off", "off"))]
+    return specs
 
 
-def try_torch():
-    "The torch module, or None when it is not installed."
-    try:
-        import torch
-    except ImportError:
+# ---------------------------------------------------------------- printing
+
+def readable_time(seconds: float) -> str:
+    "A duration in s, ms or us with three significant digits."
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def throughput(row: Row, seconds: float) -> str:
+    "The work of one call divided by its time, in the row's unit; empty for work without a size."
+    if row.flops:
+        return f"{row.flops / seconds / 1e9:.3g}"
+    if row.bytes:
+        return f"{row.bytes / seconds / 1e9:.3g}"
+    if row.images:
+        return f"{row.images / seconds:,.0f}"
+    return ""
+
+
+def throughput_unit(row: Row) -> str:
+    "GFLOP/s, GB/s or images/s, or empty."
+    return "GFLOP/s" if row.flops else "GB/s" if row.bytes else "images/s" if row.images else ""
+
+
+HEADER = (f"{'row':<58} {'ours':>17} {'reference':>17} {'ratio':>7}  {'throughput ours / ref':<27} {'bar':<10} "
+          "verdict  reference")
+
+
+def measured_line(name: str, row: Row, ours: Summary, reference: Summary | None) -> tuple[str, bool | None]:
+    "The printed line of one measured row, and whether it met its bar (None without a bar)."
+    ratio = reference.median / ours.median if reference else None
+    ours_text = f"{readable_time(ours.median)} ±{ours.spread:.0%}"
+    reference_text = f"{readable_time(reference.median)} ±{reference.spread:.0%}" if reference else "-"
+    ratio_text = f"{ratio:.2f}x" if ratio is not None else "-"
+    unit = throughput_unit(row)
+    rates = f"{throughput(row, ours.median)} / {throughput(row, reference.median) if reference else '-'} {unit}"
+    met = row.bar.met(ratio, ours.median) if row.bar else None
+    verdict = "-" if met is None else "met" if met else "NOT MET"
+    return (f"{name:<58} {ours_text:>17} {reference_text:>17} {ratio_text:>7}  {rates if unit else '':<27} "
+            f"{str(row.bar) if row.bar else '':<10} {verdict:<8} {row.reference_name}"), met
+
+
+def measure(spec: Spec, repeats: int, sample_seconds: float) -> bool | None:
+    "Build, time and print one row; return whether it met its bar (None: no bar or not run)."
+    row = spec.build()
+    if row.reference is None:
+        print(f"{spec.name:<58} skipped: {row.reference_name}")
         return None
-    return torch
+    repeats = min(repeats, row.max_repeats or repeats)
+    ours_seconds, reference_seconds = interleaved(row.ours, row.reference, repeats, sample_seconds, row.collector)
+    line, met = measured_line(spec.name, row, summarise(ours_seconds), summarise(reference_seconds))
+    print(line, flush=True)
+    return met
 
 
-def compare(name: str, ours: Callable[[], object], references: dict[str, Callable[[], object]],
-            repeats: int) -> list[Result]:
-    "Results of `ours` against each reference, in calls per second."
-    ours_rate = 1 / mean_time(ours, repeats)
-    return [Result(name, ours_rate, 1 / mean_time(run, repeats), "calls/s", reference)
-            for reference, run in references.items()]
-
-
-def bench_matmul() -> list[Result]:
-    "A batched (2, 512, 512) @ (2, 512, 512) product."
-    rng = np.random.default_rng(0)
-    a_values, b_values = rng.normal(size=(2, 512, 512)), rng.normal(size=(2, 512, 512))
-    a, b = minitorch.tensor(a_values, backend=minitorch.FastBackend), minitorch.tensor(b_values, backend=minitorch.FastBackend)
-    references = {"numpy": lambda: a_values @ b_values}
-    torch = try_torch()
-    if torch is not None:
-        a_torch, b_torch = torch.tensor(a_values), torch.tensor(b_values)
-        references["torch"] = lambda: a_torch @ b_torch
-    return compare("matmul (2,512,512)@(2,512,512)", lambda: a @ b, references, repeats=10)
-
-
-def bench_add() -> list[Result]:
-    "`a + b` over 10^7 contiguous values."
-    rng = np.random.default_rng(1)
-    a_values, b_values = rng.normal(size=10**7), rng.normal(size=10**7)
-    a, b = minitorch.tensor(a_values, backend=minitorch.FastBackend), minitorch.tensor(b_values, backend=minitorch.FastBackend)
-    references = {"numpy": lambda: a_values + b_values}
-    torch = try_torch()
-    if torch is not None:
-        a_torch, b_torch = torch.tensor(a_values), torch.tensor(b_values)
-        references["torch"] = lambda: a_torch + b_torch
-    return compare("add 10^7", lambda: a + b, references, repeats=10)
-
-
-def bench_sum() -> list[Result]:
-    "`a.sum(1)` over a (1000, 10000) tensor."
-    values = np.random.default_rng(2).normal(size=(1000, 10000))
-    a = minitorch.tensor(values, backend=minitorch.FastBackend)
-    references = {"numpy": lambda: values.sum(1)}
-    torch = try_torch()
-    if torch is not None:
-        a_torch = torch.tensor(values)
-        references["torch"] = lambda: a_torch.sum(1)
-    return compare("sum(1) of (1000,10000)", lambda: a.sum(1), references, repeats=10)
-
-
-def mlp_values(seed: int = 3) -> dict[str, np.ndarray]:
-    "Inputs, one-hot targets and initial weights of a 784-128-10 MLP on a batch of 64."
-    rng = np.random.default_rng(seed)
-    return {"x": rng.normal(size=(64, 784)), "y": np.eye(10)[rng.integers(0, 10, size=64)],
-            "w1": rng.normal(scale=784**-0.5, size=(784, 128)), "b1": np.zeros(128),
-            "w2": rng.normal(scale=128**-0.5, size=(128, 10)), "b2": np.zeros(10)}
-
-
-def minitorch_mlp_step(values: dict[str, np.ndarray], rate: float = 0.1) -> Callable[[], float]:
-    "One SGD step of the MLP on the fast backend: forward, mean squared error, backward, update."
-    x, y = (minitorch.tensor(values[name], backend=minitorch.FastBackend) for name in ("x", "y"))
-    params = {name: minitorch.tensor(values[name], backend=minitorch.FastBackend, requires_grad=True)
-              for name in ("w1", "b1", "w2", "b2")}
-
-    def step() -> float:
-        hidden = (x @ params["w1"] + params["b1"]).relu()
-        error = hidden @ params["w2"] + params["b2"] - y
-        loss = (error * error).mean()
-        loss.backward()
-        for name, param in params.items():
-            params[name] = (param - param.grad * rate).detach().requires_grad_(True)
-        return loss.item()
-
-    return step
-
-
-def torch_mlp_step(torch, values: dict[str, np.ndarray], rate: float = 0.1) -> Callable[[], float]:
-    "The same SGD step in PyTorch (float64, as ours)."
-    x, y = (torch.tensor(values[name]) for name in ("x", "y"))
-    params = {name: torch.tensor(values[name], requires_grad=True) for name in ("w1", "b1", "w2", "b2")}
-
-    def step() -> float:
-        hidden = (x @ params["w1"] + params["b1"]).relu()
-        error = hidden @ params["w2"] + params["b2"] - y
-        loss = (error * error).mean()
-        loss.backward()
-        with torch.no_grad():
-            for param in params.values():
-                param -= param.grad * rate
-                param.grad = None
-        return loss.item()
-
-    return step
-
-
-def bench_mlp_step() -> list[Result]:
-    "One SGD step of a 784-128-10 MLP on a batch of 64, against PyTorch."
-    torch = try_torch()
-    if torch is None:
-        return []
-    values = mlp_values()
-    ours, reference = minitorch_mlp_step(values), torch_mlp_step(torch, values)
-    assert abs(ours() - reference()) < 1e-9, "the two MLP steps do not compute the same loss"
-    return compare("mlp step 784-128-10, batch 64", ours, {"torch": reference}, repeats=50)
-
-
-def conv2d_steps(batch: int, channels: int, size: int, kernels: int, kernel_size: int, dtype_name: str):
-    "One forward + backward of conv2d for minitorch and for PyTorch in `dtype_name`, on the same values."
-    import torch
-
-    rng = np.random.default_rng(0)
-    out_size = size - kernel_size + 1
-    values = [rng.normal(size=shape) for shape in [(batch, channels, size, size),
-                                                   (kernels, channels, kernel_size, kernel_size),
-                                                   (kernels,), (batch, kernels, out_size, out_size)]]
-    input, weight, bias = (minitorch.tensor(array, requires_grad=True) for array in values[:3])
-    grad_output = minitorch.tensor(values[3])
-    dtype = getattr(torch, dtype_name)
-    torch_input, torch_weight, torch_bias = (torch.tensor(array, dtype=dtype, requires_grad=True) for array in values[:3])
-    torch_grad_output = torch.tensor(values[3], dtype=dtype)
-
-    def ours():
-        for leaf in (input, weight, bias):
-            leaf.zero_grad_()
-        minitorch.conv2d(input, weight, bias).backward(grad_output)
-
-    def reference():
-        for leaf in (torch_input, torch_weight, torch_bias):
-            leaf.grad = None
-        torch.nn.functional.conv2d(torch_input, torch_weight, torch_bias).backward(torch_grad_output)
-
-    return ours, reference
-
-
-def bench_conv2d(dtype_name: str = "float64", repeats: int = 20) -> list[Result]:
-    "conv2d forward + backward on (16, 4, 28, 28) with (8, 4, 3, 3) kernels: batches per second against PyTorch."
-    try:
-        ours, reference = conv2d_steps(16, 4, 28, 8, 3, dtype_name)
-    except ImportError:
-        print("conv2d benchmark skipped: torch is not installed")
-        return []
-    return [Result("conv2d (16,4,28,28)*(8,4,3,3), fwd+bwd", 1 / mean_time(ours, repeats),
-                   1 / mean_time(reference, repeats), "batches/s", f"PyTorch {dtype_name}")]
-
-
-def bench_conv2d_float32() -> list[Result]:
-    "The same against PyTorch in float32 (minitorch computes in float64 only)."
-    return bench_conv2d("float32")
-
-
-def mnist_steps(batches: int, batch_size: int, dtype_name: str):
-    "`batches` training steps (LeNet-style CNN, cross-entropy, Adam) on 28x28 images: ours, and PyTorch's in `dtype_name`."
-    import torch
-    from minitorch.train import build_model, train_step
-
-    rng = np.random.default_rng(0)
-    images = rng.normal(size=(batches * batch_size, 1, 28, 28))
-    labels = rng.integers(0, 10, size=batches * batch_size)
-    model = build_model("lenet", 28, minitorch.FastBackend)
-    optimizer = minitorch.Adam(model.parameters(), lr=0.002)
-    layers = torch.nn
-    torch_model = layers.Sequential(
-        layers.Conv2d(1, 6, 5, padding=2), layers.ReLU(), layers.MaxPool2d(2), layers.Conv2d(6, 16, 5), layers.ReLU(),
-        layers.MaxPool2d(2), layers.Flatten(), layers.Linear(400, 120), layers.ReLU(), layers.Linear(120, 10),
-    ).to(getattr(torch, dtype_name))
-    torch_optimizer = torch.optim.Adam(torch_model.parameters(), lr=0.002)
-    torch_images = torch.tensor(images, dtype=getattr(torch, dtype_name))
-    torch_labels = torch.tensor(labels)
-
-    def ours():
-        for start in range(0, len(labels), batch_size):
-            train_step(model, optimizer, images[start:start + batch_size], labels[start:start + batch_size])
-
-    def reference():
-        for start in range(0, len(labels), batch_size):
-            torch_optimizer.zero_grad()
-            batch = slice(start, start + batch_size)
-            torch.nn.functional.cross_entropy(torch_model(torch_images[batch]), torch_labels[batch]).backward()
-            torch_optimizer.step()
-
-    return ours, reference
-
-
-def bench_mnist_epoch(batches: int = 20, batch_size: int = 64, repeats: int = 2) -> list[Result]:
-    """Training throughput of the MNIST CNN of `python -m minitorch.train`, against PyTorch (float64, float32).
-
-    A full epoch (8,000 images) takes about half a minute here, so `batches` batches stand for it: images per second,
-    whose ratio is the inverse of the ratio of epoch times."""
-    results = []
-    for dtype_name in ("float64", "float32"):
-        try:
-            ours, reference = mnist_steps(batches, batch_size, dtype_name)
-        except ImportError:
-            print("MNIST epoch benchmark skipped: torch is not installed")
-            return []
-        images = batches * batch_size
-        results.append(Result(f"MNIST LeNet train, {batches} x {batch_size} imgs", images / mean_time(ours, repeats),
-                              images / mean_time(reference, repeats), "images/s", f"PyTorch {dtype_name}"))
-    return results
-
-
-BENCHMARKS = {"scalar_mlp": bench_scalar_mlp, "scalar_mlp_no_gc": bench_scalar_mlp_no_gc,
-              "matmul": bench_matmul, "add": bench_add, "sum": bench_sum, "mlp_step": bench_mlp_step,
-              "conv2d": bench_conv2d, "conv2d_float32": bench_conv2d_float32,
-              "mnist_epoch": bench_mnist_epoch}
-
-
-def readable(rate: float) -> str:
-    "A throughput with thousands separators when large, three significant digits when small."
-    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
-
-
-def main() -> None:
-    "Run the selected benchmarks and print the table."
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    "The command line."
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run only benchmarks whose name contains this")
-    selected = [bench for name, bench in BENCHMARKS.items() if parser.parse_args().only in name]
-    results = [result for bench in selected for result in bench()]
-    print(f"{'benchmark':<44} {'ours':>12} {'reference':>12} {'ratio':>6}  unit / reference")
-    for result in results:
-        print(f"{result.name:<44} {readable(result.ours):>12} {readable(result.reference):>12} {result.ratio:>6.2f}  "
-              f"{result.unit} / {result.reference_name}")
+    parser.add_argument("--only", default="", metavar="PATTERN",
+                        help="run only the rows whose name contains PATTERN (case-insensitive)")
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter samples (a rough check, not figures)")
+    parser.add_argument("--repeats", type=int, default=None, help="samples of each side per row (default 15, quick 5)")
+    parser.add_argument("--threads", type=int, default=None, help="threads for numba, NumPy's BLAS and PyTorch")
+    parser.add_argument("--list", action="store_true", help="print the row names and exit")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    "Run the selected rows and print them with the machine and its load; 1 if a row failed, else 0."
+    options = parse_arguments(argv)
+    specs = [spec for spec in rows(mnist_batches=1 if options.quick else 4)
+             if options.only.lower() in spec.name.lower()]
+    if options.list:
+        print("\n".join(spec.name for spec in specs))
+        return 0
+    if not specs:
+        print(f"no row matches {options.only!r}; --list shows the names")
+        return 1
+    if options.threads:
+        set_threads(options.threads)
+    repeats = options.repeats or (5 if options.quick else 15)
+    sample_seconds = 0.02 if options.quick else 0.1
+    print_machine()
+    idle_before = print_load("before")
+    print("ratio = reference median / ours (above 1: ours faster); ± = interquartile range / median; "
+          f"{repeats} samples per side, interleaved\n")
+    print(HEADER)
+    verdicts, failures = [], []
+    for spec in specs:
+        try:
+            verdicts.append(measure(spec, repeats, sample_seconds))
+        except Exception as error:  # one broken row must not hide the others
+            failures.append(spec.name)
+            print(f"{spec.name:<58} FAILED: {type(error).__name__}: {error}", flush=True)
+    print()
+    idle_after = print_load("after")
+    judged = [met for met in verdicts if met is not None]
+    print(f"bars met: {sum(judged)} of {len(judged)}" + (f"; rows failed: {', '.join(failures)}" if failures else ""))
+    if not (idle_before and idle_after):
+        print("These figures were taken on a busy machine: do not quote them.")
+    return 1 if failures else 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

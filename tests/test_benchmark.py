@@ -1,0 +1,93 @@
+"""The benchmark tool of `make bench` runs and reports what it should (its timings are not asserted: they depend on the machine)."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).with_name("benchmark.py")
+TINY_ROW = "add 10x10 (per-op overhead), FastBackend"
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    "tests/benchmark.py imported as a module."
+    spec = importlib.util.spec_from_file_location("benchmark", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_tool(*arguments: str) -> subprocess.CompletedProcess:
+    "The tool run as `make bench` runs it, with its output captured."
+    return subprocess.run([sys.executable, str(TOOL), *arguments], capture_output=True, text=True, timeout=600)
+
+
+def test_quickest_run_of_one_tiny_row_prints_machine_row_and_bar():
+    result = run_tool("--quick", "--repeats", "2", "--only", TINY_ROW)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    for start in ("machine: ", "threads: numba", "date: ", "load average before: ", "load average after: ",
+                  "bars met: "):
+        assert any(line.startswith(start) for line in lines), (start, result.stdout)
+    [row] = [line for line in lines if line.startswith(TINY_ROW)]
+    assert "<= 15 us" in row and ("met" in row.split() or "NOT MET" in row), row
+    assert row.count(" us ±") + row.count(" ns ±") == 2 and row.rstrip().endswith("NumPy"), row
+    assert "bars met: " in lines[-1] or "do not quote" in lines[-1]
+
+
+def test_list_and_only_select_rows_by_name():
+    names = run_tool("--list").stdout.splitlines()
+    assert TINY_ROW in names and len(names) >= 20
+    for required in ("matmul 2x512x512", "a permuted", "b permuted", "add 1e7", "sum(1)", "MLP SGD step",
+                     "TensorBackend(FastOps)", "conv2d", "conv1d", "MNIST", "gc on", "gc off"):
+        assert any(required in name for name in names), required
+    assert run_tool("--list", "--only", "CONV").stdout.split("\n")[:2] == [name for name in names if "conv" in name]
+    missing = run_tool("--only", "no such row")
+    assert missing.returncode == 1 and "no row matches" in missing.stdout
+
+
+def test_summary_is_median_and_relative_interquartile_range(benchmark):
+    summary = benchmark.summarise([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert summary.median == 3.0 and summary.spread == pytest.approx(2.0 / 3.0)
+    assert benchmark.summarise([0.5]) == benchmark.Summary(0.5, 0.0)
+
+
+def test_idle_warning_above_half_a_task_per_core(benchmark):
+    assert benchmark.idle_warning(0.9, 2) is None
+    warning = benchmark.idle_warning(1.5, 2)
+    assert warning.startswith("WARNING") and "1.50" in warning and "2 cores" in warning
+
+
+def test_bars_judge_ratio_or_time(benchmark):
+    assert benchmark.Bar(0.5).met(0.5, 1.0) and not benchmark.Bar(0.5).met(0.49, 1.0)
+    assert not benchmark.Bar(0.5).met(None, 1.0)
+    overhead = benchmark.Bar(most_micros=15)
+    assert overhead.met(None, 14e-6) and not overhead.met(100.0, 16e-6)
+    assert str(overhead) == "<= 15 us" and str(benchmark.Bar(0.3)) == ">= 0.3x"
+
+
+def test_interleaved_alternates_the_sides(benchmark):
+    calls = []
+    ours, reference = benchmark.interleaved(lambda: calls.append("ours"), lambda: calls.append("ref"), repeats=3,
+                                            sample_seconds=0.0, collector="off")
+    assert len(ours) == len(reference) == 3
+    assert calls[-6:] == ["ours", "ref"] * 3
+
+
+def test_collector_off_frees_cycles_inside_the_timed_block(benchmark):
+    import gc
+
+    class Cycle:
+        pass
+
+    def make_cycles():
+        for _ in range(100):
+            node = Cycle()
+            node.itself = node
+
+    gc.collect()
+    benchmark.run_block(make_cycles, 3, "off")
+    assert gc.isenabled()
+    assert not any(isinstance(thing, Cycle) for thing in gc.get_objects())
