@@ -62,6 +62,7 @@ class Row:
     images: int = 0
     collector: str = "on"
     max_repeats: int | None = None
+    sample_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,8 @@ def idle_warning(load: float, cores: int) -> str | None:
     if load <= 0.5 * cores:
         return None
     return (f"WARNING: the machine is not idle (load average {load:.2f} on {cores} cores, above 0.5 per core): "
-            "absolute figures and ratios are unreliable; do not quote them, re-run on an idle machine")
+            "absolute figures and ratios are unreliable; do not quote them, re-run on an idle machine "
+            "(meanwhile --threads 1 keeps threads from waiting on each other)")
 
 
 def try_torch():
@@ -540,7 +542,9 @@ def scalar_row(collector: str, points: int = 100) -> Callable[[], Row]:
         def reference() -> None:
             scalar_mlp_loss(Value, data.X, data.y, seed=1).backward()
 
-        return Row(ours, reference, "closure engine", Bar(1.0), collector=collector)
+        if collector == "off":
+            return Row(ours, reference, "closure engine", Bar(1.0), collector=collector)
+        return Row(ours, reference, "closure engine", Bar(1.0), collector=collector, max_repeats=7, sample_scale=10.0)
 
     return build
 
@@ -619,7 +623,8 @@ def measure(spec: Spec, repeats: int, sample_seconds: float) -> bool | None:
         print(f"{spec.name:<58} skipped: {row.reference_name}")
         return None
     repeats = min(repeats, row.max_repeats or repeats)
-    ours_seconds, reference_seconds = interleaved(row.ours, row.reference, repeats, sample_seconds, row.collector)
+    ours_seconds, reference_seconds = interleaved(row.ours, row.reference, repeats, sample_seconds * row.sample_scale,
+                                                  row.collector)
     line, met = measured_line(spec.name, row, summarise(ours_seconds), summarise(reference_seconds))
     print(line, flush=True)
     return met
