@@ -174,18 +174,16 @@ def blas_description() -> str:
     except ImportError:
         return "unknown (threadpoolctl is not installed)"
     pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
-    return ", ".join(f"{pool['internal_api']} {pool.get('version')} on {pool['num_threads']} threads"
-                     for pool in pools) or "none found"
+    return ", ".join(f"{pool['internal_api']} {pool.get('version')}: {pool['num_threads']}" for pool in pools) or "none found"
 
 
 def thread_description() -> str:
-    "The threads of numba, NumPy's BLAS and PyTorch."
+    "The version and thread count of numba, NumPy's BLAS and PyTorch."
     import numba
 
     torch = try_torch()
-    torch_part = f"PyTorch {torch.__version__} {torch.get_num_threads()}" if torch else "PyTorch not installed"
-    return (f"numba {numba.__version__} {numba.get_num_threads()}; "
-            f"NumPy {np.__version__} BLAS {blas_description()}; {torch_part}")
+    torch_part = f"PyTorch {torch.__version__}: {torch.get_num_threads()}" if torch else "PyTorch not installed"
+    return f"numba {numba.__version__}: {numba.get_num_threads()}; NumPy {np.__version__} BLAS {blas_description()}; {torch_part}"
 
 
 def set_threads(count: int) -> None:
@@ -204,12 +202,16 @@ def set_threads(count: int) -> None:
     threadpool_limits(count)
 
 
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def print_machine() -> None:
-    "The machine, the date and the threads, for the record."
+    "The machine, the date and the threads (with the environment variables that set them), for the record."
     cores = usable_cores()
     print(f"machine: {cpu_model()}, {cores} usable cores of {os.cpu_count()}, {platform.system()} "
           f"{platform.release()}, Python {platform.python_version()}")
-    print(f"threads: {thread_description()}")
+    settings = [f"{name}={os.environ[name]}" for name in THREAD_VARIABLES if name in os.environ]
+    print(f"threads (library version: threads): {thread_description()}" + (f" ({', '.join(settings)})" if settings else ""))
     print(f"date:    {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 

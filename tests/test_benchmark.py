@@ -28,7 +28,7 @@ def test_quickest_run_of_one_tiny_row_prints_machine_row_and_bar():
     result = run_tool("--quick", "--repeats", "2", "--only", TINY_ROW)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    for start in ("machine: ", "threads: numba", "date: ", "load average before: ", "load average after: ",
+    for start in ("machine: ", "threads (library version: threads): numba", "date: ", "load average before: ", "load average after: ",
                   "bars met: "):
         assert any(line.startswith(start) for line in lines), (start, result.stdout)
     [row] = [line for line in lines if line.startswith(TINY_ROW)]
@@ -91,3 +91,10 @@ def test_collector_off_frees_cycles_inside_the_timed_block(benchmark):
     benchmark.run_block(make_cycles, 3, "off")
     assert gc.isenabled()
     assert not any(isinstance(thing, Cycle) for thing in gc.get_objects())
+
+
+def test_rows_without_pytorch_are_skipped_not_failed(benchmark, monkeypatch, capsys):
+    monkeypatch.setattr(benchmark, "try_torch", lambda: None)
+    [spec] = [spec for spec in benchmark.rows(mnist_batches=1) if spec.name.startswith("MLP SGD step")][:1]
+    assert benchmark.measure(spec, repeats=1, sample_seconds=0.0) is None
+    assert "skipped: PyTorch is not installed" in capsys.readouterr().out
