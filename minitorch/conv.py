@@ -7,7 +7,7 @@ __all__ = ['FAST', 'conv_output_size', 'as_array', 'from_array', 'conv1d_forward
            'conv1d_backward_weight_kernel', 'conv2d_forward_kernel', 'conv2d_backward_input_kernel',
            'conv2d_backward_weight_kernel', 'fast_conv2d_forward_kernel', 'fast_conv2d_backward_input_kernel',
            'fast_conv2d_backward_weight_kernel', 'padded_planes', 'stride_one_geometry', 'fast_conv2d',
-           'fast_conv2d_backward', 'as_pair', 'conv_forward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'check_conv',
+           'fast_conv2d_backward', 'as_pair', 'check_conv', 'conv_forward', 'conv_backward', 'Conv1dFun', 'Conv2dFun',
            'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
@@ -296,6 +296,30 @@ def as_pair(value: int | Sequence[int], name: str) -> tuple[int, int]:
         raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
     return int(pair[0]), int(pair[1])
 
+
+def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...],
+               padding: tuple[int, ...]) -> None:
+    "Raise a ValueError naming the values unless the arguments of a convolution fit together."
+    name, dims = f"conv{len(stride)}d", len(stride) + 2
+    if input.dims != dims or weight.dims != dims:
+        raise ValueError(f"{name} takes a {dims}-D input (N, C_in, ...) and a {dims}-D weight (C_out, C_in, ...), "
+                         f"got shapes {input.shape} and {weight.shape}")
+    if input.shape[1] != weight.shape[1]:
+        raise ValueError(f"{name}: the input has {input.shape[1]} channels (shape {input.shape}) but the weight "
+                         f"expects {weight.shape[1]} (shape {weight.shape})")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ValueError(f"{name}: the bias must have shape ({weight.shape[0]},) for {weight.shape[0]} output "
+                         f"channels, got {bias.shape}")
+    if not all(isinstance(value, (int, np.integer)) for value in stride + padding):
+        raise ValueError(f"{name}: stride and padding must be ints, got stride {stride}, padding {padding}")
+    if min(stride) < 1 or min(padding) < 0:
+        raise ValueError(f"{name}: stride must be at least 1 and padding at least 0, got stride {stride}, "
+                         f"padding {padding}")
+    padded = tuple(size + 2 * pad for size, pad in zip(input.shape[2:], padding))
+    if any(kernel > size for kernel, size in zip(weight.shape[2:], padded)):
+        raise ValueError(f"{name}: the kernel {weight.shape[2:]} is larger than the input {input.shape[2:]} "
+                         f"padded by {padding} ({padded})")
+
 # %% ../nbs/40_conv.ipynb #7e69f253
 def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
                  padding: tuple[int, int]) -> Tensor:
@@ -330,6 +354,7 @@ class Conv1dFun(Function):
     @staticmethod
     def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,
                 padding: int = 0) -> Tensor:
+        check_conv(input, weight, bias, (stride,), (padding,))
         return conv_forward(ctx, input, weight, bias, (1, int(stride)), (0, int(padding)))
 
     @staticmethod
@@ -343,38 +368,17 @@ class Conv2dFun(Function):
     @staticmethod
     def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None = None,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-        return conv_forward(ctx, input, weight, bias, as_pair(stride, "stride"), as_pair(padding, "padding"))
+        stride, padding = as_pair(stride, "stride"), as_pair(padding, "padding")
+        check_conv(input, weight, bias, stride, padding)
+        return conv_forward(ctx, input, weight, bias, stride, padding)
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
         return conv_backward(ctx, grad_output)
 
 # %% ../nbs/40_conv.ipynb #38f7bf5e
-def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...],
-               padding: tuple[int, ...]) -> None:
-    "Raise a ValueError naming the values unless the arguments of a convolution fit together."
-    name, dims = f"conv{len(stride)}d", len(stride) + 2
-    if input.dims != dims or weight.dims != dims:
-        raise ValueError(f"{name} takes a {dims}-D input (N, C_in, ...) and a {dims}-D weight (C_out, C_in, ...), "
-                         f"got shapes {input.shape} and {weight.shape}")
-    if input.shape[1] != weight.shape[1]:
-        raise ValueError(f"{name}: the input has {input.shape[1]} channels (shape {input.shape}) but the weight "
-                         f"expects {weight.shape[1]} (shape {weight.shape})")
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ValueError(f"{name}: the bias must have shape ({weight.shape[0]},) for {weight.shape[0]} output "
-                         f"channels, got {bias.shape}")
-    if min(stride) < 1 or min(padding) < 0:
-        raise ValueError(f"{name}: stride must be at least 1 and padding at least 0, got stride {stride}, "
-                         f"padding {padding}")
-    padded = tuple(size + 2 * pad for size, pad in zip(input.shape[2:], padding))
-    if any(kernel > size for kernel, size in zip(weight.shape[2:], padded)):
-        raise ValueError(f"{name}: the kernel {weight.shape[2:]} is larger than the input {input.shape[2:]} "
-                         f"padded by {padding} ({padded})")
-
-
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0) -> Tensor:
     "The 1-D convolution of an (N, C_in, W) input with a (C_out, C_in, K) weight, as PyTorch's `conv1d`."
-    check_conv(input, weight, bias, (stride,), (padding,))
     tensors = (input, weight) if bias is None else (input, weight, bias)
     return Conv1dFun.apply(*tensors, stride=stride, padding=padding)
 
@@ -382,7 +386,5 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0) -> Tensor:
     "The 2-D convolution of an (N, C_in, H, W) input with a (C_out, C_in, KH, KW) weight, as PyTorch's `conv2d`."
-    stride, padding = as_pair(stride, "stride"), as_pair(padding, "padding")
-    check_conv(input, weight, bias, stride, padding)
     tensors = (input, weight) if bias is None else (input, weight, bias)
     return Conv2dFun.apply(*tensors, stride=stride, padding=padding)

@@ -95,6 +95,8 @@ def test_conv2d_of_a_permuted_input_and_without_bias(backend):
      r"stride must be at least 1 .* got stride \(0,\)"),
     (lambda b: conv2d(tensor(np.zeros((1, 1, 4, 4)), backend=b), tensor(np.zeros((2, 1, 3, 3)), backend=b), stride=(1, 2, 3)),
      r"stride must be an int or a pair of ints, got \(1, 2, 3\)"),
+    (lambda b: conv1d(tensor(np.zeros((1, 1, 4)), backend=b), tensor(np.zeros((2, 1, 3)), backend=b), stride=1.5),
+     r"conv1d: stride and padding must be ints, got stride \(1.5,\), padding \(0,\)"),
 ])
 def test_bad_convolutions_name_the_values(backend, call, message):
     with pytest.raises(ValueError, match=message):
