@@ -37,7 +37,6 @@ def conv_cases(draw, spatial):
             rng.normal(size=out_channels), stride, padding)
 
 
-@pytest.mark.task("4.1")
 @settings(max_examples=40)
 @given(case=conv_cases(1))
 def test_conv1d_matches_the_formula(backend, case):
@@ -47,7 +46,6 @@ def test_conv1d_matches_the_formula(backend, case):
     np.testing.assert_allclose(out.to_numpy(), conv_reference(input, weight, bias, stride, padding), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.task("4.2")
 @settings(max_examples=40)
 @given(case=conv_cases(2))
 def test_conv2d_matches_the_formula(backend, case):
@@ -57,7 +55,6 @@ def test_conv2d_matches_the_formula(backend, case):
     np.testing.assert_allclose(out.to_numpy(), conv_reference(input, weight, bias, stride, padding), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.task("4.1")
 @settings(max_examples=8)
 @given(case=conv_cases(1))
 def test_conv1d_gradients(backend, case):
@@ -66,7 +63,6 @@ def test_conv1d_gradients(backend, case):
     grad_check(lambda x, w, b: conv1d(x, w, b, stride=stride[0], padding=padding[0]).sigmoid(), input, weight, bias)
 
 
-@pytest.mark.task("4.2")
 @settings(max_examples=8)
 @given(case=conv_cases(2))
 def test_conv2d_gradients(backend, case):
@@ -75,7 +71,6 @@ def test_conv2d_gradients(backend, case):
     grad_check(lambda x, w, b: conv2d(x, w, b, stride=stride, padding=padding).sigmoid(), input, weight, bias)
 
 
-@pytest.mark.task("4.2")
 def test_conv2d_of_a_permuted_input_and_without_bias(backend):
     values = np.random.default_rng(0).normal(size=(5, 4, 3, 2))
     weight = np.random.default_rng(1).normal(size=(2, 3, 2, 2))
@@ -100,6 +95,8 @@ def test_conv2d_of_a_permuted_input_and_without_bias(backend):
      r"stride must be at least 1 .* got stride \(0,\)"),
     (lambda b: conv2d(tensor(np.zeros((1, 1, 4, 4)), backend=b), tensor(np.zeros((2, 1, 3, 3)), backend=b), stride=(1, 2, 3)),
      r"stride must be an int or a pair of ints, got \(1, 2, 3\)"),
+    (lambda b: conv1d(tensor(np.zeros((1, 1, 4)), backend=b), tensor(np.zeros((2, 1, 3)), backend=b), stride=1.5),
+     r"conv1d: stride and padding must be ints, got stride \(1.5,\), padding \(0,\)"),
 ])
 def test_bad_convolutions_name_the_values(backend, call, message):
     with pytest.raises(ValueError, match=message):

@@ -50,7 +50,6 @@ CONV2D_CASES = [((2, 3, 7, 6), (4, 3, 3, 2), 1, 0), ((1, 2, 5, 5), (3, 2, 3, 3),
                 ((3, 2, 8, 8), (5, 2, 1, 1), 1, 0)]
 
 
-@pytest.mark.task("4.2")
 @pytest.mark.parametrize("input_shape, weight_shape, stride, padding", CONV2D_CASES)
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_conv2d(backend, input_shape, weight_shape, stride, padding, with_bias):
@@ -60,7 +59,6 @@ def test_conv2d(backend, input_shape, weight_shape, stride, padding, with_bias):
             lambda *args: functional.conv2d(*args, stride=stride, padding=padding), *arrays)
 
 
-@pytest.mark.task("4.1")
 @pytest.mark.parametrize("input_shape, weight_shape, stride, padding",
                          [((2, 3, 9), (4, 3, 3), 1, 0), ((1, 2, 7), (3, 2, 4), 2, 1), ((2, 1, 5), (2, 1, 2), 3, 2),
                           ((3, 2, 6), (1, 2, 1), 1, 0)])
