@@ -71,7 +71,7 @@ def tensor_values(value: Any) -> np.ndarray | None:
 def summarise(values: np.ndarray) -> str:
     "The values themselves if there are at most SHOWN_VALUES, else their min, mean and max."
     if values.size <= SHOWN_VALUES:
-        return "[" + ", ".join(f"{value:.4g}" for value in values) + "]"
+        return "[" + ", ".join(f"{value:.3g}" for value in values) + "]"
     return f"min {values.min():.3g} mean {values.mean():.3g} max {values.max():.3g}"
 
 
@@ -130,7 +130,7 @@ def node_kind(node: Variable) -> str:
 
 
 def box_width(texts: list[list[str]]) -> int:
-    "The width of every box of a drawing: BOX_WIDTH, or wider if its longest line needs more."
+    "The width of the boxes of one column: BOX_WIDTH, or wider if their longest line needs more."
     longest = max(len(line) for lines in texts for line in lines)
     return max(BOX_WIDTH, math.ceil(longest * CHAR_WIDTH) + 2 * TEXT_PADDING)
 
@@ -188,20 +188,20 @@ def draw_graph(output: Variable, max_nodes: int = 200) -> GraphDrawing:
                          "draw a smaller piece of it, or raise max_nodes")
     texts = [node_lines(node) for node in nodes]
     heights = [LINE_HEIGHT * len(lines) + 8 for lines in texts]
-    box = box_width(texts)
     columns = graph_columns(nodes)
     anchors: dict[int, tuple[int, int, int, int]] = {}
-    boxes, bottoms = [], []
+    boxes, bottoms, left = [], [], MARGIN
     for column, positions in enumerate(columns):
-        left, top = MARGIN + column * (box + COLUMN_GAP), MARGIN
+        box, top = box_width([texts[position] for position in positions]), MARGIN
         for position in positions:
             node = nodes[position]
             boxes.append(box_svg(node, texts[position], left, top, box, node is output))
             anchors[node.unique_id] = (left, left + box, top + heights[position] // 2, column)
             top += heights[position] + ROW_GAP
         bottoms.append(top - ROW_GAP)
+        left += box + COLUMN_GAP
     edges, lowest = edges_svg(nodes, anchors, bottoms)
-    width = 2 * MARGIN + len(columns) * box + (len(columns) - 1) * COLUMN_GAP
+    width = left - COLUMN_GAP + MARGIN
     height = MARGIN + max(bottoms + [lowest])
     svg = "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

@@ -116,7 +116,18 @@ def test_tensors_are_drawn_by_shape_summary_and_gradient_norm():
     x_grad, w_grad = x.grad.to_numpy(), w.grad.to_numpy()
     assert f"grad (2, 3) norm {np.linalg.norm(x_grad):.4g}" in texts
     assert f"grad (3,) norm {np.linalg.norm(w_grad):.4g}" in texts
-    assert "grad [" + ", ".join(f"{value:.4g}" for value in w_grad) + "]" in texts
+    assert "grad [" + ", ".join(f"{value:.3g}" for value in w_grad) + "]" in texts
+
+
+def boxes(drawing):
+    "(left, width, text lines) of every box, in drawing order."
+    found = []
+    for element in ElementTree.fromstring(drawing.svg):
+        if element.tag == f"{SVG}rect":
+            found.append((float(element.get("x")), float(element.get("width")), []))
+        elif element.tag == f"{SVG}text":
+            found[-1][2].append(element.text)
+    return found
 
 
 @pytest.mark.task("2.4")
@@ -125,14 +136,17 @@ def test_tensor_constants_are_drawn_and_boxes_fit_their_text():
     drawing = draw_graph((x * 2.0 + 1.0).relu().mean())
     texts = tensor_texts(drawing)
     assert texts.count("constant") == 3 and drawing.node_count == 10
-    rects = list(ElementTree.fromstring(drawing.svg).iter(f"{SVG}rect"))
-    assert len({rect.get("width") for rect in rects}) == 1
-    assert float(rects[0].get("width")) >= max(map(len, texts)) * CHAR_WIDTH
+    drawn = boxes(drawing)
+    assert all(width >= max(map(len, lines)) * CHAR_WIDTH for _, width, lines in drawn)
+    widths_by_left = {}
+    for left, width, _ in drawn:
+        widths_by_left.setdefault(left, set()).add(width)
+    assert all(len(widths) == 1 for widths in widths_by_left.values())       # one width per column
+    assert min(width for _, width, _ in drawn) < max(width for _, width, _ in drawn)  # columns differ
 
 
 def test_scalar_boxes_keep_their_width():
-    widths = {rect.get("width") for rect in ElementTree.fromstring(draw_graph(expression()).svg).iter(f"{SVG}rect")}
-    assert widths == {str(BOX_WIDTH)}
+    assert {width for _, width, _ in boxes(draw_graph(expression()))} == {BOX_WIDTH}
 
 
 @given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=40))
@@ -140,7 +154,7 @@ def test_summary_lists_few_values_and_describes_many(values):
     array = np.array(values)
     text = summarise(array)
     if len(values) <= SHOWN_VALUES:
-        assert [float(part) for part in text.strip("[]").split(", ")] == pytest.approx(values, rel=1e-3, abs=1e-300)
+        assert [float(part) for part in text.strip("[]").split(", ")] == pytest.approx(values, rel=5e-3, abs=1e-300)
     else:
         words = text.split()
         assert words[0::2] == ["min", "mean", "max"]
