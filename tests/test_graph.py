@@ -1,9 +1,13 @@
-"""Smoke tests of `draw_graph`: valid SVG, one box per node, deterministic text, any Variable."""
+"""Tests of `draw_graph`: valid SVG, one box per node, deterministic text, any Variable, tensors by shape and summary."""
 import xml.etree.ElementTree as ElementTree
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from minitorch import GraphDrawing, Scalar, draw_graph
+from minitorch import GraphDrawing, Scalar, draw_graph, tensor
+from minitorch.graph import BOX_WIDTH, CHAR_WIDTH, SHOWN_VALUES, summarise
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -91,3 +95,69 @@ def test_large_graphs_are_refused_with_the_count():
         node = TensorLike(index, (node,))
     with pytest.raises(ValueError, match="10 nodes, more than max_nodes=5"):
         draw_graph(node, max_nodes=5)
+
+
+def tensor_texts(drawing):
+    return [text.text for text in ElementTree.fromstring(drawing.svg).iter(f"{SVG}text")]
+
+
+@pytest.mark.task("2.4")
+def test_tensors_are_drawn_by_shape_summary_and_gradient_norm():
+    x = tensor(np.arange(6.0).reshape(2, 3) - 2.0, requires_grad=True)
+    w = tensor([0.5, -1.0, 2.0], requires_grad=True)
+    x.name, w.name = "x", "w"
+    total = (x * w).sum()
+    assert "grad" not in draw_graph(total).svg
+    total.backward()
+    texts = tensor_texts(draw_graph(total))
+    assert "data None" not in texts and {"x", "w", "Mul", "View", "Sum"} <= set(texts)
+    assert "shape (2, 3)" in texts and "shape (3,)" in texts and "shape (6,)" in texts and "shape (1,)" in texts
+    assert "data min -2 mean 0.5 max 3" in texts and "data [0.5, -1, 2]" in texts
+    x_grad, w_grad = x.grad.to_numpy(), w.grad.to_numpy()
+    assert f"grad (2, 3) norm {np.linalg.norm(x_grad):.4g}" in texts
+    assert f"grad (3,) norm {np.linalg.norm(w_grad):.4g}" in texts
+    assert "grad [" + ", ".join(f"{value:.3g}" for value in w_grad) + "]" in texts
+
+
+def boxes(drawing):
+    "(left, width, text lines) of every box, in drawing order."
+    found = []
+    for element in ElementTree.fromstring(drawing.svg):
+        if element.tag == f"{SVG}rect":
+            found.append((float(element.get("x")), float(element.get("width")), []))
+        elif element.tag == f"{SVG}text":
+            found[-1][2].append(element.text)
+    return found
+
+
+@pytest.mark.task("2.4")
+def test_tensor_constants_are_drawn_and_boxes_fit_their_text():
+    x = tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+    drawing = draw_graph((x * 2.0 + 1.0).relu().mean())
+    texts = tensor_texts(drawing)
+    assert texts.count("constant") == 3 and drawing.node_count == 10
+    drawn = boxes(drawing)
+    assert all(width >= max(map(len, lines)) * CHAR_WIDTH for _, width, lines in drawn)
+    widths_by_left = {}
+    for left, width, _ in drawn:
+        widths_by_left.setdefault(left, set()).add(width)
+    assert all(len(widths) == 1 for widths in widths_by_left.values())       # one width per column
+    assert min(width for _, width, _ in drawn) < max(width for _, width, _ in drawn)  # columns differ
+
+
+def test_scalar_boxes_keep_their_width():
+    assert {width for _, width, _ in boxes(draw_graph(expression()))} == {BOX_WIDTH}
+
+
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=40))
+def test_summary_lists_few_values_and_describes_many(values):
+    array = np.array(values)
+    text = summarise(array)
+    if len(values) <= SHOWN_VALUES:
+        assert [float(part) for part in text.strip("[]").split(", ")] == pytest.approx(values, rel=5e-3, abs=1e-300)
+    else:
+        words = text.split()
+        assert words[0::2] == ["min", "mean", "max"]
+        low, mean, high = (float(word) for word in words[1::2])
+        assert low == pytest.approx(array.min(), rel=5e-3) and high == pytest.approx(array.max(), rel=5e-3)
+        assert mean == pytest.approx(array.mean(), rel=5e-3, abs=1e-9 * np.abs(array).max())
