@@ -102,3 +102,41 @@ def test_broken_links_are_found(tmp_path):
     assert sorted(html_site.broken_links(tmp_path)) == \
         ["a.html: link to missing anchor b.html#Top", "b.html: link to missing anchor a.html#Nowhere",
          "b.html: link to missing c.html"]
+
+
+def browser_missing() -> str:
+    "Why the headless-browser checks cannot run here ('' when they can)."
+    html_site = load("html_site")
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright is not installed (make e2e installs it)"
+    if not Path(html_site.CHROMIUM).exists():
+        return f"no Chromium at {html_site.CHROMIUM}"
+    if not (html_site.MATHJAX_SOURCE / "MathJax.js").exists():
+        return f"no MathJax at {html_site.MATHJAX_SOURCE} (Debian's libjs-mathjax)"
+    return ""
+
+
+@pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "ready")
+def test_formulas_render_offline_with_the_local_mathjax(tmp_path):
+    html_site = load("html_site")
+    source = Path(__file__).resolve().parent.parent / "nbs" / "10_derivatives.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    assert html_site.has_formula(nb)
+    shot = tmp_path / "formula.png"
+    assert html_site.render_site({source: nb}, tmp_path / "site", shot) == []
+    page = (tmp_path / "site" / "10_derivatives.html").read_text()
+    assert 'src="mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"' in page and "cdnjs" not in page
+    assert shot.stat().st_size > 1000
+
+
+@pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "ready")
+def test_a_page_without_mathjax_fails_the_formula_check(tmp_path, monkeypatch):
+    html_site = load("html_site")
+    monkeypatch.setattr(html_site, "MATHJAX_WAIT_MS", 3000)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "raw.html").write_text('<html><head><script src="mathjax/MathJax.js"></script></head><body>'
+                                   '<div class="jp-RenderedMarkdown"><p>the derivative $f\'(x)$</p></div></body></html>')
+    problems = html_site.formula_problems(site, ["raw.html"])
+    assert any("file not found" in problem and "MathJax.js" in problem for problem in problems)
+    assert any("raw.html: TimeoutError" in problem for problem in problems)
