@@ -56,7 +56,8 @@ make check TASK={first}   # that task's notebook cells and its tests: PASSED or 
 
 It runs the cells tagged `#| task {first}` (and the cells they build on) and the tests marked with the
 task. A failure names the notebook and cell of the failing check and shows its source lines.
-Save the notebook first: the check reads the file.
+Save the notebook first: the check reads the file. (`make test` runs every check of every task, so
+it fails until all tasks are done: check one task at a time.)
 
 ## Stuck?
 
