@@ -100,10 +100,19 @@ def cell_of(filename: str, nb) -> int | None:
 def marked_source(source: str, line: int | None) -> str:
     "The lines of `source` around `line` (all of a short cell), numbered, the failing one marked with -->."
     lines = source.splitlines()
-    first, last = (0, len(lines)) if line is None or len(lines) <= 2 * CONTEXT_LINES + 6 else \
-        (max(0, line - 1 - CONTEXT_LINES), min(len(lines), line + CONTEXT_LINES))
-    shown = [f"{'-->' if number == line else '   '} {number:3d} | {lines[number - 1]}" for number in range(first + 1, last + 1)]
-    return "\n".join(("    ..." if first else "",) + tuple(shown) + ("    ..." if last < len(lines) else "",)).strip("\n")
+    first, last = 1, len(lines)
+    if line is not None and len(lines) > 2 * CONTEXT_LINES + 6:
+        first, last = max(1, line - CONTEXT_LINES), min(len(lines), line + CONTEXT_LINES)
+    shown = [f"{'-->' if number == line else '   '} {number:3d} | {lines[number - 1]}" for number in range(first, last + 1)]
+    return "\n".join((["    ..."] if first > 1 else []) + shown + (["    ..."] if last < len(lines) else []))
+
+
+def place_of(filename: str, path: Path, nb) -> str:
+    "Where code ran from: a cell of the notebook at `path`, a file of the course (relative), or any other file."
+    index = cell_of(filename, nb)
+    if index is not None:
+        return f"{path.name} cell {index + 1}"
+    return os.path.relpath(filename, ROOT) if filename.startswith(str(ROOT)) else filename
 
 
 def failure_report(path: Path, nb, index: int, error: BaseException, kind: str) -> str:
@@ -116,10 +125,8 @@ def failure_report(path: Path, nb, index: int, error: BaseException, kind: str) 
               f"  the cell{f', line {line}' if line else ''}:", marked_source(nb.cells[index].source, line)]
     origin = frames[-1] if frames else None
     if origin and cell_of(origin.filename, nb) != index:
-        earlier = cell_of(origin.filename, nb)
-        place = f"{path.name} cell {earlier + 1}" if earlier is not None else \
-            os.path.relpath(origin.filename, ROOT) if origin.filename.startswith(str(ROOT)) else origin.filename
-        report.append(f"  raised in `{origin.name}`, {place} line {origin.lineno}: {(origin.line or '').strip()}")
+        report.append(f"  raised in `{origin.name}`, {place_of(origin.filename, path, nb)} line {origin.lineno}: "
+                      f"{(origin.line or '').strip()}")
     cell_frames = [frame for frame in traceback.format_exception(type(error), error, error.__traceback__)
                    if "IPython/core" not in frame and "execnb" not in frame]
     report.append("  traceback:\n" + "".join(cell_frames).rstrip())

@@ -15,7 +15,6 @@ with what a learner needs first: how to start, the first task, how to check a ta
     python .ci/exercises.py DEST
 """
 import json
-import os
 import re
 import shutil
 import subprocess
