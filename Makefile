@@ -33,11 +33,12 @@ help:
 	@echo "make test                sync check, pytest, notebook tests, exercise round trip"
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
 	@echo "make check TASK=0.1      run the checks of one exercise task"
-	@echo "make solution TASK=0.1   (exercise edition) put the solution of one task back into its notebook"
+	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               print speed ratios against NumPy / PyTorch"
-	@echo "make e2e                 run every notebook in JupyterLab in headless Chromium; screenshots in _screenshots/"
-	@echo "make html                execute the notebooks and render them to a static site in _site/"
+	@echo "make e2e                 run every notebook, flagged cells too, in JupyterLab in headless Chromium;"
+	@echo "                         screenshots in _screenshots/ (E2E_ONLY=01_module,43 for some notebooks)"
+	@echo "make html                execute the notebooks and render them to a static site in _site/ (local MathJax)"
 	@echo "make tour-images         regenerate the README tour images in nbs/images/ (runs html and e2e)"
 
 $(STAMP): setup.py settings.ini
