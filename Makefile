@@ -20,18 +20,25 @@ export PYTHONPATH := $(CURDIR)
 
 E2E_STAMP := $(VENV)/.minitorch-e2e-installed
 CHROMIUM := /usr/bin/chromium
+# Debian's libjs-mathjax (MathJax 2.7, the version nbconvert's templates configure), copied into _site/.
+MATHJAX := /usr/share/javascript/mathjax/MathJax.js
+# The course's JupyterLab settings (jupyter/), installed where only the course environment's JupyterLab reads them.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
-.PHONY: help venv lab test sync pytest nbtest roundtrip exercises check export clean-nbs hooks bench e2e html tour-images
+.PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip exercises check solution export clean-nbs hooks bench e2e html tour-images
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
 	@echo "make test                sync check, pytest, notebook tests, exercise round trip"
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
 	@echo "make check TASK=0.1      run the checks of one exercise task"
+	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
-	@echo "make e2e                 run every notebook in JupyterLab in headless Chromium; screenshots in _screenshots/"
-	@echo "make html                execute the notebooks and render them to a static site in _site/"
+	@echo "make e2e                 run every notebook, flagged cells too, in JupyterLab in headless Chromium;"
+	@echo "                         screenshots in _screenshots/ (E2E_ONLY=01_module,43 for some notebooks)"
+	@echo "make html                execute the notebooks and render them to a static site in _site/ (local MathJax)"
 	@echo "make tour-images         regenerate the README tour images in nbs/images/ (runs html and e2e)"
 
 $(STAMP): setup.py settings.ini
@@ -39,12 +46,20 @@ $(STAMP): setup.py settings.ini
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	@touch $@
 
-venv: $(STAMP)
+$(LAB_OVERRIDES): jupyter/overrides.json $(STAMP)
+	install -D -m 644 $< $@
 
-lab: $(STAMP)
+$(LAB_PAGE_CONFIG): jupyter/page_config.json $(STAMP)
+	install -D -m 644 $< $@
+
+lab-settings: $(LAB_OVERRIDES) $(LAB_PAGE_CONFIG)
+
+venv: $(STAMP) lab-settings
+
+lab: venv
 	$(BIN)/jupyter lab --notebook-dir=nbs $(LAB_ROOT) $(LAB_FLAGS)
 
-test: $(STAMP)
+test: venv
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory sync; \
 	$(MAKE) --no-print-directory pytest; \
@@ -56,7 +71,7 @@ sync: $(STAMP)
 	@echo "== sync: notebooks export exactly the committed package, and are clean"
 	PATH=$(CURDIR)/$(BIN):$$PATH bash .ci/sync_check.sh
 
-pytest: $(STAMP)
+pytest: venv
 	@echo "== pytest tests/"
 	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider
 
@@ -76,6 +91,10 @@ check: $(STAMP)
 	@test -n "$(TASK)" || { echo "usage: make check TASK=0.1 (tasks: $$($(BIN)/python .ci/check.py --list))"; exit 2; }
 	@$(BIN)/nbdev_export   # the tests import the package: export what the notebooks say now
 	$(BIN)/python .ci/check.py "$(TASK)"
+
+solution: $(STAMP)
+	@test -n "$(TASK)" || { echo "usage: make solution TASK=0.1"; exit 2; }
+	$(BIN)/python .ci/solution.py "$(TASK)" $(if $(APPLY),--apply)
 
 export: $(STAMP)
 	$(BIN)/nbdev_export
@@ -97,16 +116,25 @@ $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	else \
-	  echo "make e2e needs Debian's chromium at $(CHROMIUM): run 'sudo apt-get install chromium' (not root, so not installing it)"; \
+	  echo "make e2e and make html need Debian's chromium at $(CHROMIUM): run 'sudo apt-get install chromium' (not root, so not installing it)"; \
 	  exit 1; \
 	fi
 
-e2e: $(E2E_STAMP) $(CHROMIUM)
-	@echo "== e2e: every notebook run in JupyterLab through a browser"
+$(MATHJAX):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libjs-mathjax; \
+	else \
+	  echo "make html needs Debian's libjs-mathjax at $(dir $(MATHJAX)): run 'sudo apt-get install libjs-mathjax' (not root, so not installing it)"; \
+	  exit 1; \
+	fi
+
+# E2E_ONLY=01_module,43 runs only the notebooks whose names start with one of those prefixes.
+e2e: $(E2E_STAMP) $(CHROMIUM) lab-settings
+	@echo "== e2e: every notebook run in JupyterLab through a browser, flagged cells too"
 	$(BIN)/python .ci/e2e.py
 
-html: $(STAMP)
-	@echo "== html: execute the notebooks and render them to _site/"
+html: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
+	@echo "== html: execute the notebooks, render them to _site/, check a formula renders in Chromium"
 	$(BIN)/python .ci/html_site.py _site
 
 tour-images: html e2e

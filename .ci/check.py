@@ -8,11 +8,17 @@ task, in order; cells of other tasks are skipped.
     python .ci/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
     python .ci/check.py 0.1 --first-failure    # stop at the first failing check (pytest -x)
     python .ci/check.py --list                 # every task id found in the course
+
+A failing cell is reported with its notebook, its number (as JupyterLab's status bar counts, from 1)
+and id, its source with the failing line marked, and where the error was raised when that was
+elsewhere (a function of the package or of an earlier cell), before the traceback.
 """
+import linecache
 import os
 import re
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -21,6 +27,8 @@ os.environ["IN_TEST"] = "1"
 ROOT = Path(__file__).resolve().parent.parent
 TASK_ID = re.compile(r"^\d+\.\d+$")
 SKIP_FLAGS = {"notest", "slow", "cuda"}
+CELL_FILE = re.compile(r"^<ipython-input-\d+-[0-9a-f]+>$")  # how IPython names the code of the cell it ran
+CONTEXT_LINES = 3
 
 
 def task_key(task: str) -> tuple[int, ...]:
@@ -81,6 +89,50 @@ def skipped(cell, task: str) -> bool:
     return bool(tasks) and task not in tasks
 
 
+def cell_of(filename: str, nb) -> int | None:
+    "The index of the cell of `nb` whose code IPython ran under `filename` (it keeps that code in linecache)."
+    if not CELL_FILE.match(filename):
+        return None
+    code = "".join(linecache.getlines(filename)).rstrip()
+    return next((index for index, cell in enumerate(nb.cells) if cell.source.rstrip() == code), None)
+
+
+def marked_source(source: str, line: int | None) -> str:
+    "The lines of `source` around `line` (all of a short cell), numbered, the failing one marked with -->."
+    lines = source.splitlines()
+    first, last = 1, len(lines)
+    if line is not None and len(lines) > 2 * CONTEXT_LINES + 6:
+        first, last = max(1, line - CONTEXT_LINES), min(len(lines), line + CONTEXT_LINES)
+    shown = [f"{'-->' if number == line else '   '} {number:3d} | {lines[number - 1]}" for number in range(first, last + 1)]
+    return "\n".join((["    ..."] if first > 1 else []) + shown + (["    ..."] if last < len(lines) else []))
+
+
+def place_of(filename: str, path: Path, nb) -> str:
+    "Where code ran from: a cell of the notebook at `path`, a file of the course (relative), or any other file."
+    index = cell_of(filename, nb)
+    if index is not None:
+        return f"{path.name} cell {index + 1}"
+    return os.path.relpath(filename, ROOT) if filename.startswith(str(ROOT)) else filename
+
+
+def failure_report(path: Path, nb, index: int, error: BaseException, kind: str) -> str:
+    "Which cell of `nb` failed and how: its source with the failing line marked, where the error came from, the traceback."
+    frames = traceback.extract_tb(error.__traceback__)
+    in_cell = [frame for frame in frames if cell_of(frame.filename, nb) == index]
+    line = in_cell[0].lineno if in_cell else None
+    where = f"{path.name} cell {index + 1} of {len(nb.cells)} (id {nb.cells[index].get('id')}; {kind})"
+    report = [f"{where} failed: {type(error).__name__}: {error}",
+              f"  the cell{f', line {line}' if line else ''}:", marked_source(nb.cells[index].source, line)]
+    origin = frames[-1] if frames else None
+    if origin and cell_of(origin.filename, nb) != index:
+        report.append(f"  raised in `{origin.name}`, {place_of(origin.filename, path, nb)} line {origin.lineno}: "
+                      f"{(origin.line or '').strip()}")
+    cell_frames = [frame for frame in traceback.format_exception(type(error), error, error.__traceback__)
+                   if "IPython/core" not in frame and "execnb" not in frame]
+    report.append("  traceback:\n" + "".join(cell_frames).rstrip())
+    return "\n".join(report)
+
+
 def run_notebook(path: Path, task: str) -> tuple[bool, str]:
     "Run the cells of `path` that belong to `task`; return success and a report."
     from execnb.shell import CaptureShell
@@ -96,8 +148,7 @@ def run_notebook(path: Path, task: str) -> tuple[bool, str]:
             shell.run(cell.source)
             if shell.exc is not None:
                 kind = f"check of task {task}" if task in cell_tasks(cell) else "setup cell (untagged)"
-                error = f"{type(shell.exc).__name__}: {shell.exc}"
-                return False, f"{path.name} cell {index} ({kind}) failed: {error}"
+                return False, failure_report(path, nb, index, shell.exc, kind)
     finally:
         os.chdir(cwd)
     return True, f"{path.name}: cells of task {task} passed"

@@ -1,16 +1,25 @@
 """Run every chapter notebook in JupyterLab in a real browser, as a learner does, and screenshot it.
 
     python .ci/e2e.py [NOTEBOOK ...]        # default: nbs/index.ipynb and every nbs/NN_*.ipynb
+    E2E_ONLY=01_module,43 python .ci/e2e.py  # only notebooks whose names start with one of these
+    E2E_SKIP_FLAGS="slow cuda" python .ci/e2e.py  # leave cells with these flags unrun (default: none)
 
-JupyterLab runs headless on a free 127.0.0.1 port with a random token, serving a temporary copy of
-the course: its `nbs/` is copied and the cells that `nbdev_test` skips (`#| slow`, `#| cuda`,
-`#| notest`, `#| eval: false`) become raw cells there, shown but never run; every other top-level
-entry is a symlink to this repository, so relative paths and `import minitorch` behave as in `nbs/`.
-The repository's notebooks are never opened, so they cannot be modified.
+Notebooks run as a learner runs them: every cell, the flagged ones (`#| slow`, `#| cuda`, `#| notest`)
+included. A flagged cell that needs what the machine lacks (a GPU, the MNIST files) checks for it itself
+and prints why it skips; a `#| slow` cell prints first how long it takes. Only cells that are not meant
+to run at all (`#| eval: false`, `nbdev_export()` calls) become raw cells, shown but never run.
+
+JupyterLab runs headless on a free 127.0.0.1 port with a random token, with the course's settings
+(`jupyter/`, installed into .venv by `make venv`), serving a temporary copy of the course: its `nbs/`
+is copied (with the unrun cells made raw); every other top-level entry is a symlink to this repository,
+so relative paths and `import minitorch` behave as in `nbs/`. The repository's notebooks are never
+opened, so they cannot be modified.
 
 Chromium (Debian's, /usr/bin/chromium) driven by Playwright opens each notebook, clicks
 Run > Run All Cells, waits until the kernel is idle and no cell is queued, and fails on any error
-output. A screenshot of each executed notebook goes to `_screenshots/`.
+output. A screenshot of each executed notebook goes to `_screenshots/`, and `lab-start.png` shows
+the first page some seconds after JupyterLab opened: the run fails if JupyterLab's news pop-up
+("Would you like to get notified about official Jupyter news?") or any other notification shows.
 """
 import json
 import os
@@ -28,22 +37,27 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbcells import ROOT, chapter_notebooks, skip_flags, skipped_as_raw  # noqa: E402
+from nbcells import ROOT, chapter_notebooks, is_skipped, skipped_as_raw  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "_screenshots"
-NOTEBOOK_TIMEOUT = float(os.environ.get("E2E_NOTEBOOK_TIMEOUT", 600))
+NOTEBOOK_TIMEOUT = float(os.environ.get("E2E_NOTEBOOK_TIMEOUT", 900))
+FLAGS = ("slow", "cuda", "notest")
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
 WIDTH, TALLEST = 1280, 16000
 RUNNING_LAB: list[subprocess.Popen] = []  # for the SIGTERM handler
+# What this run needs on top of the course's settings (jupyter/overrides.json, which is not repeated here).
 LAB_SETTINGS = {
     # Render every cell (JupyterLab 4 otherwise only renders cells near the viewport).
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                        "checkForUpdates": False},
 }
+COURSE_SETTINGS = ROOT / ".venv" / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+# Toasts JupyterLab shows (the news question is one), read from the page.
+TOASTS_JS = r"""() => [...document.querySelectorAll('.Toastify__toast, .jp-Notification-Toast')]
+                       .map(toast => toast.textContent.trim())"""
 
 # State of the current notebook, read from JupyterLab's own models and from the rendered DOM.
 STATE_JS = r"""() => {
@@ -82,8 +96,28 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def skipped_flags() -> set[str]:
+    "The flags whose cells this run leaves unrun: $E2E_SKIP_FLAGS (default: none, as a learner runs)."
+    return set(os.environ.get("E2E_SKIP_FLAGS", "").replace(",", " ").split())
+
+
+def chosen(notebooks: list[Path], only: str) -> list[Path]:
+    "The `notebooks` whose names start with one of the comma- or space-separated prefixes in `only`."
+    prefixes = only.replace(",", " ").split()
+    picked = [path for path in notebooks if any(path.name.startswith(prefix) for prefix in prefixes)]
+    if prefixes and not picked:
+        raise SystemExit(f"e2e: E2E_ONLY={only!r} matches no notebook among {', '.join(p.stem for p in notebooks)}")
+    return picked if prefixes else notebooks
+
+
+def flagged_cells(path: Path) -> int:
+    "How many code cells of the notebook at `path` carry a flag (`#| slow`, `#| cuda`, `#| notest`)."
+    nb = nbformat.read(path, as_version=4)
+    return sum(1 for cell in nb.cells if is_skipped(cell, set(FLAGS)) and not is_skipped(cell, set()))
+
+
 def course_copy(workdir: Path, notebooks: list[Path]) -> Path:
-    "A copy of the course under `workdir` whose notebooks skip what nbdev_test skips; return its nbs/."
+    "A copy of the course under `workdir` whose notebooks leave unrun only what is never meant to run; its nbs/."
     course = workdir / "course"
     course.mkdir()
     for entry in ROOT.iterdir():
@@ -91,7 +125,7 @@ def course_copy(workdir: Path, notebooks: list[Path]) -> Path:
             (course / entry.name).symlink_to(entry)
     nbs = course / "nbs"
     shutil.copytree(ROOT / "nbs", nbs, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    flags = skip_flags()
+    flags = skipped_flags()
     for path in notebooks:
         nb = nbformat.read(nbs / path.name, as_version=4)
         if skipped_as_raw(nb, flags):
@@ -154,6 +188,30 @@ def stop_lab(lab: subprocess.Popen) -> None:
         os.killpg(lab.pid, signal.SIGKILL)  # kernels left behind, if any
     except ProcessLookupError:
         pass
+
+
+def course_settings_problems(base: str, token: str) -> list[str]:
+    "Which of the course's settings (overrides.json) the running JupyterLab does not use as its defaults."
+    if not COURSE_SETTINGS.exists():
+        return [f"the course's JupyterLab settings are not installed at {COURSE_SETTINGS}: run make venv"]
+    problems = []
+    for plugin, values in json.loads(COURSE_SETTINGS.read_text()).items():
+        with urllib.request.urlopen(f"{base}/lab/api/settings/{plugin}?token={token}", timeout=10) as response:
+            schema = json.load(response)["schema"]["properties"]
+        problems += [f"JupyterLab's default for {plugin} {key} is {schema[key].get('default')!r}, not the course's "
+                     f"{value!r}" for key, value in values.items() if schema[key].get("default") != value]
+    return problems
+
+
+def start_page_problems(page) -> list[str]:
+    "Screenshot the first page a few seconds after it opened; any notification showing then is a problem."
+    page.wait_for_timeout(5000)  # JupyterLab asks its news question shortly after the page is restored
+    page.screenshot(path=str(SCREENSHOTS / "lab-start.png"))
+    toasts = page.evaluate(TOASTS_JS)
+    problems = [f"JupyterLab shows a notification on opening: {text[:200]!r}" for text in toasts]
+    if NEWS_QUESTION in page.evaluate("() => document.body.innerText") and not toasts:
+        problems.append(f"JupyterLab asks {NEWS_QUESTION!r}")
+    return problems
 
 
 def wait_until_done(page, timeout: float) -> dict:
@@ -220,7 +278,7 @@ def close_without_saving(page) -> None:
     }""")
 
 
-def check_notebook(context, base: str, token: str, name: str) -> tuple[list[str], list[Path]]:
+def check_notebook(context, base: str, token: str, name: str, first: bool = False) -> tuple[list[str], list[Path]]:
     "Open notebook `name`, run all its cells through the UI; return the problems and screenshots."
     page = context.new_page()
     page.set_viewport_size({"width": WIDTH, "height": 900})
@@ -230,6 +288,7 @@ def check_notebook(context, base: str, token: str, name: str) -> tuple[list[str]
             const panel = app && app.shell.currentWidget;
             return panel && panel.context && panel.context.path === {json.dumps(name)} && panel.content.model; }}""",
                                timeout=120_000)
+        opening = start_page_problems(page) if first else []
         page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
         page.wait_for_function("""() => { const s = window.jupyterapp.shell.currentWidget.sessionContext;
             return s.session && s.session.kernel && s.session.kernel.status === 'idle'; }""", timeout=120_000)
@@ -243,7 +302,7 @@ def check_notebook(context, base: str, token: str, name: str) -> tuple[list[str]
             problems = [f"cell {cell['index']} did not run" for cell in state["cells"] if cell["count"] is None]
         shots = screenshot(page, Path(name).stem)
         close_without_saving(page)
-        return problems, shots
+        return opening + problems, ([SCREENSHOTS / "lab-start.png"] if first else []) + shots
     except Exception as error:  # a hung kernel or a broken page: report it, save what the page shows
         if "has been closed" in str(error):
             raise BrowserGone(str(error).splitlines()[0]) from None
@@ -275,6 +334,7 @@ def main(names: list[str]) -> int:
         print(f"e2e: {CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium)")
         return 2
     notebooks = [ROOT / "nbs" / name for name in names] if names else chapter_notebooks(ROOT / "nbs")
+    notebooks = chosen(notebooks, os.environ.get("E2E_ONLY", ""))
     SCREENSHOTS.mkdir(exist_ok=True)
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
@@ -286,17 +346,26 @@ def main(names: list[str]) -> int:
         lab = start_lab(workdir, nbs, port, token)
         RUNNING_LAB.append(lab)
         try:
-            print(f"e2e: JupyterLab on 127.0.0.1:{port}, {len(notebooks)} notebooks")
+            skipped = f"cells flagged {' '.join(sorted(skipped_flags()))} left unrun" if skipped_flags() else \
+                "flagged cells run too"
+            print(f"e2e: JupyterLab on 127.0.0.1:{port}, {len(notebooks)} notebooks, {skipped}")
+            settings_problems = course_settings_problems(f"http://127.0.0.1:{port}", token)
+            results["course settings"] = settings_problems
+            for problem in settings_problems:
+                print(f"  FAIL  {problem}")
             with sync_playwright() as playwright:
                 context = playwright.chromium.launch_persistent_context(
                     str(workdir / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
                 try:
-                    for path in notebooks:
+                    for position, path in enumerate(notebooks):
                         began = time.monotonic()
-                        problems, shots = check_notebook(context, f"http://127.0.0.1:{port}", token, path.name)
+                        problems, shots = check_notebook(context, f"http://127.0.0.1:{port}", token, path.name,
+                                                         first=position == 0)
                         results[path.name] = problems
                         seconds = time.monotonic() - began
+                        flagged = flagged_cells(path)
                         print(f"  {'PASS' if not problems else 'FAIL'}  {path.name:28} {seconds:6.1f} s  "
+                              f"{f'{flagged} flagged cells  ' if flagged else ''}"
                               f"{', '.join(shot.name for shot in shots)}", flush=True)
                         for problem in problems:
                             print(f"        {problem}")
@@ -312,12 +381,13 @@ def main(names: list[str]) -> int:
             stop_lab(lab)
         if any(results.values()):
             print("JupyterLab log (last lines):\n" + lab_log(workdir))
-    if git_status() != status_before:
-        results["git status"] = ["the run changed files in the repository"]
+    results["git status"] = [] if git_status() == status_before else ["the run changed files in the repository"]
+    if results["git status"]:
         print("  FAIL  the run changed files in the repository:\n" + git_status())
     failed = [name for name, problems in results.items() if problems]
-    print(f"e2e: {len(results)} notebooks in {time.monotonic() - start:.0f} s; screenshots in {SCREENSHOTS.relative_to(ROOT)}/")
-    print(f"e2e: {len(results) - len(failed)} passed, {len(failed)} failed")
+    print(f"e2e: {len(notebooks)} notebooks in {time.monotonic() - start:.0f} s; screenshots in {SCREENSHOTS.relative_to(ROOT)}/")
+    print(f"e2e: {len(results) - len(failed)} of {len(results)} checks passed (notebooks, course settings, git status)"
+          f"{'; failed: ' + ', '.join(failed) if failed else ''}")
     return 1 if failed else 0
 
 

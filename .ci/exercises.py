@@ -7,11 +7,14 @@ A solution region sits inside an exported cell:
         # END SOLUTION
 
 and becomes a `raise NotImplementedError` that names task 0.1. Outputs are cleared and the
-package is exported again from the stubbed notebooks.
+package is exported again from the stubbed notebooks. The regions themselves go to
+`solutions/solutions.json` in the edition, where `make solution TASK=0.1` (`.ci/solution.py`) finds
+them for a learner who wants to see one task's solution or put it back. The edition's README starts
+with what a learner needs first: how to start, the first task, how to check a task, where solutions are.
 
     python .ci/exercises.py DEST
 """
-import os
+import json
 import re
 import shutil
 import subprocess
@@ -25,9 +28,54 @@ END = re.compile(r"^[ \t]*# END SOLUTION\s*$")
 DEF = re.compile(r"^[ \t]*(?:async )?def (\w+)")
 
 
-def stub_source(source: str, where: str) -> tuple[str, list[str]]:
-    "Replace each solution region in `source` by a stub; return the new source and its task ids."
-    out, tasks, region = [], [], None
+SOLUTIONS = Path("solutions") / "solutions.json"
+START_HERE = """# minitorch: exercise edition
+
+This is your copy of the minitorch course with the solutions taken out: every place you write code
+raises `NotImplementedError("Task 0.1 is not done yet: implement `mul`")` until you do.
+
+## Start
+
+```bash
+make lab          # first time: sets up .venv (a minute), then opens JupyterLab on nbs/
+```
+
+On a server: `make lab LAB_FLAGS="--no-browser --ip 127.0.0.1 --port 8890"` and open the printed URL.
+Begin with **task {first}** in `nbs/{first_notebook}`: read from the top, run the cells in order
+(**Run > Run All Cells** stops at the first cell that needs your code), and fill in the function that
+names the task. Where each task's code is written (a few chapter 4 tasks extend earlier notebooks):
+
+{task_list}
+
+## Check a task
+
+```bash
+make check TASK={first}   # that task's notebook cells and its tests: PASSED or FAILED, and why
+```
+
+It runs the cells tagged `#| task {first}` (and the cells they build on) and the tests marked with the
+task. A failure names the notebook and cell of the failing check and shows its source lines.
+Save the notebook first: the check reads the file. (`make test` runs every check of every task, so
+it fails until all tasks are done: check one task at a time.)
+
+## Stuck?
+
+```bash
+make solution TASK={first}            # print the solution of that task, and where it goes
+make solution TASK={first} APPLY=1    # put it into your notebook in place of the stub
+```
+
+After `APPLY=1`, reload the notebook in JupyterLab (**File > Reload Notebook from Disk**). The
+solutions of every task are in `solutions/solutions.json`.
+
+The course's own description follows.
+
+"""
+
+
+def stub_source(source: str, where: str, solutions: list[dict] | None = None) -> tuple[str, list[str]]:
+    "Replace each solution region in `source` by a stub, adding the regions to `solutions`; return the new source and its task ids."
+    out, tasks, region, kept = [], [], None, []
     for number, line in enumerate(source.splitlines(), 1):
         begin = BEGIN.match(line)
         if region is None and begin:
@@ -39,11 +87,16 @@ def stub_source(source: str, where: str) -> tuple[str, list[str]]:
             name = names[-1] if names else "this code"
             out.append(f"{begin['indent']}# TODO: task {begin['task']}")
             out.append(f'{begin["indent"]}raise NotImplementedError("Task {begin["task"]} is not done yet: implement `{name}`")')
+            region_name, kept = name, []
         elif region is not None and END.match(line):
+            if solutions is not None:
+                solutions.append({"task": region["task"], "function": region_name, "stub": out[-2:], "code": kept})
             region = None
         elif region is not None and BEGIN.match(line):
             raise SystemExit(f"{where}, line {number}: solution regions cannot nest")
-        elif region is None:
+        elif region is not None:
+            kept.append(line)
+        else:
             if END.match(line):
                 raise SystemExit(f"{where}, line {number}: END SOLUTION without BEGIN")
             out.append(line)
@@ -52,14 +105,16 @@ def stub_source(source: str, where: str) -> tuple[str, list[str]]:
     return "\n".join(out), tasks
 
 
-def stub_notebook(path: Path) -> list[str]:
-    "Stub every solution region of the notebook at `path` in place and clear its outputs."
+def stub_notebook(path: Path, solutions: list[dict]) -> list[str]:
+    "Stub every solution region of the notebook at `path` in place, collecting them in `solutions`; clear outputs."
     nb = nbformat.read(path, as_version=4)
     tasks = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        cell.source, cell_tasks = stub_source(cell.source, f"{path.name} cell {index}")
+        regions: list[dict] = []
+        cell.source, cell_tasks = stub_source(cell.source, f"{path.name} cell {index}", regions)
+        solutions += [{**region, "notebook": f"nbs/{path.name}", "cell": cell.get("id")} for region in regions]
         tasks += cell_tasks
         cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, path)
@@ -80,12 +135,32 @@ def write_edition(repo: Path, dest: Path) -> dict[str, list[str]]:
     for name in course_files(repo):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(repo / name, dest / name)
-    tasks = {path.name: stub_notebook(path) for path in sorted((dest / "nbs").glob("*.ipynb"))}
+    solutions: list[dict] = []
+    tasks = {path.name: stub_notebook(path, solutions) for path in sorted((dest / "nbs").glob("*.ipynb"))}
+    (dest / SOLUTIONS).parent.mkdir(exist_ok=True)
+    (dest / SOLUTIONS).write_text(json.dumps(solutions, indent=1) + "\n")
+    write_readme(dest, tasks)
     for stale in (dest / "minitorch").glob("*.py"):
         stale.unlink()
     nbdev_export = Path(sys.executable).parent / "nbdev_export"
     subprocess.run([str(nbdev_export)], cwd=dest, check=True)
     return tasks
+
+
+def task_key(task: str) -> tuple[int, ...]:
+    "Sort key for task ids such as 1.10 after 1.9."
+    return tuple(int(part) for part in task.split("."))
+
+
+def write_readme(dest: Path, tasks: dict[str, list[str]]) -> None:
+    "Put the learner's first steps (start, first task, checks, solutions) above the course's README in `dest`."
+    where = {task: notebook for notebook, found in tasks.items() for task in found}
+    ordered = sorted(where, key=task_key)
+    task_list = "\n".join(f"* `nbs/{notebook}`: tasks {', '.join(sorted(set(found), key=task_key))}"
+                          for notebook, found in sorted(tasks.items()) if found)
+    start = START_HERE.format(first=ordered[0], first_notebook=where[ordered[0]], task_list=task_list)
+    readme = dest / "README.md"
+    readme.write_text(start + readme.read_text())
 
 
 if __name__ == "__main__":
@@ -98,4 +173,4 @@ if __name__ == "__main__":
     print(f"exercise edition written to {dest}: {count} solution regions stubbed")
     for notebook, found in tasks.items():
         if found:
-            print(f"  {notebook}: tasks {', '.join(sorted(set(found), key=lambda t: tuple(map(int, t.split('.')))))}")
+            print(f"  {notebook}: tasks {', '.join(sorted(set(found), key=task_key))}")

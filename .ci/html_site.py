@@ -8,10 +8,15 @@ nbconvert's lab template renders it with its images embedded. Links between note
 the rendered pages, each page gets previous / contents / next links, and OUT/index.html lists the
 chapters. The executed notebooks are kept in OUT/notebooks/.
 
-Offline: pages load no scripts except MathJax, from its CDN; without a network the formulas
-show as their TeX source and everything else reads as is.
+Offline: the pages load nothing from the network. MathJax is Debian's `libjs-mathjax` (MathJax 2.7,
+the version nbconvert's templates configure; `make html` installs it as root), copied into OUT/mathjax/
+without the parts these pages never load. After the build, headless Chromium (Debian's, driven by
+Playwright as in `make e2e`) opens every page with a formula and fails the build unless MathJax typeset
+them all: no `$...$` left in the text, no MathJax error, no missing file, no request to the network.
+`_screenshots/formula.png` shows the first displayed formula.
 """
 import html
+import json
 import os
 import re
 import shutil
@@ -27,6 +32,30 @@ from nbconvert import HTMLExporter
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbcells import ROOT, chapter_notebooks, html_links, skip_flags, skipped_tagged, title_and_subtitle  # noqa: E402
 
+MATHJAX_SOURCE = Path(os.environ.get("MATHJAX_DIR", "/usr/share/javascript/mathjax"))
+MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
+# Parts of Debian's MathJax that pages rendered with the CommonHTML output never load (about 40 of its 54 MB).
+MATHJAX_UNUSED = {"unpacked", "test", "jax/output/SVG", "jax/output/HTML-CSS", "fonts/HTML-CSS/TeX/otf",
+                  "fonts/HTML-CSS/TeX/svg"}
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = ROOT / "_screenshots"
+MATHJAX_WAIT_MS = 30_000
+CODE_SPAN = re.compile(r"```.*?```|`[^`]*`", re.DOTALL)
+RAW_TEX = re.compile(r"\$[^$\n]+\$")
+# After MathJax's queue has run: the typeset formulas, the errors, and the prose as a reader sees it.
+TYPESET_JS = r"""async () => {
+  await new Promise(done => MathJax.Hub.Queue(done));
+  const prose = [...document.querySelectorAll('.jp-RenderedMarkdown')].map(node => {
+    const copy = node.cloneNode(true);
+    copy.querySelectorAll('code, pre, script').forEach(code => code.remove());
+    return copy.textContent;
+  }).join('\n');
+  return {formulas: document.querySelectorAll('.MathJax_CHTML').length,
+          errors: [...document.querySelectorAll('.mjx-merror, .MathJax_Error')].map(node => node.textContent),
+          prose};
+}"""
 LOCAL_LINK = re.compile(r'href="(?![a-z][a-z0-9+.-]*:)([^"#?]*)(?:#([^"]*))?"')
 TIMEOUT = int(os.environ.get("HTML_CELL_TIMEOUT", 600))
 # The lab template without require.js and mermaid (loaded from CDNs, used by no page of the course).
@@ -75,6 +104,65 @@ def render(nb: nbformat.NotebookNode, exporter: HTMLExporter, nav: str) -> str:
     start = body.index(">", body.index("<body")) + 1
     end = body.rindex("</body>")
     return body[:start] + nav + body[start:end] + nav + body[end:]
+
+
+def copy_mathjax(out: Path) -> None:
+    "Copy the parts of Debian's MathJax that the pages load into `out`/mathjax (fonts are links there: followed)."
+    if not (MATHJAX_SOURCE / "MathJax.js").is_file():
+        raise SystemExit(f"html: MathJax is missing from {MATHJAX_SOURCE}: install Debian's libjs-mathjax "
+                         f"(sudo apt-get install libjs-mathjax; make html does it as root), or set MATHJAX_DIR")
+
+    def unused(folder: str, names: list[str]) -> list[str]:
+        relative = Path(folder).relative_to(MATHJAX_SOURCE)
+        return [name for name in names if (relative / name).as_posix() in MATHJAX_UNUSED]
+    shutil.copytree(MATHJAX_SOURCE, out / "mathjax", ignore=unused)
+
+
+def has_formula(nb: nbformat.NotebookNode) -> bool:
+    "Whether a markdown cell of `nb` holds TeX between dollar signs (outside code)."
+    return any(cell.cell_type == "markdown" and RAW_TEX.search(CODE_SPAN.sub("", cell.source)) for cell in nb.cells)
+
+
+def formula_problems(site: Path, names: list[str], screenshot: Path | None = None) -> list[str]:
+    "Open the pages `names` of `site` in headless Chromium; what keeps their formulas from rendering offline."
+    from playwright.sync_api import sync_playwright
+    problems = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            for name in names:
+                problems += page_formula_problems(browser, site / name, screenshot)
+                if screenshot and screenshot.exists():
+                    screenshot = None
+        finally:
+            browser.close()
+    return problems
+
+
+def page_formula_problems(browser, path: Path, screenshot: Path | None) -> list[str]:
+    "What keeps the formulas of the page at `path` from rendering offline; screenshot its first display formula."
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    outside, failed = [], []
+    page.on("request", lambda request: None if request.url.startswith(("file:", "data:")) else outside.append(request.url))
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => window.MathJax && window.MathJax.Hub", timeout=MATHJAX_WAIT_MS)
+        state = page.evaluate(TYPESET_JS)
+        left = RAW_TEX.findall(state["prose"])
+        problems = [f"{path.name}: no formula typeset by MathJax"] if not state["formulas"] else []
+        problems += [f"{path.name}: TeX left as text: {json.dumps(left[:3])}"] if left else []
+        problems += [f"{path.name}: MathJax error: {error}" for error in state["errors"]]
+        display = page.locator(".jp-RenderedMarkdown:has(.MJXc-display)")
+        if screenshot and display.count():
+            screenshot.parent.mkdir(exist_ok=True)
+            display.first.screenshot(path=str(screenshot))
+    except Exception as error:  # MathJax never loaded, for instance
+        problems = [f"{path.name}: {type(error).__name__}: {str(error).splitlines()[0]}"]
+    finally:
+        page.close()
+    return problems + [f"{path.name}: request to the network: {url}" for url in outside] + \
+        [f"{path.name}: file not found: {url}" for url in failed]
 
 
 def inline_code(text: str) -> str:
@@ -132,25 +220,36 @@ def build(out: Path) -> int:
     if failures:
         print(f"html: {len(failures)} notebooks failed to execute: {', '.join(failures)}")
         return 1
+    problems = render_site(executed, out)
+    for problem in problems:
+        print(f"  FAIL {problem}")
+    if problems:
+        return 1
+    print(f"html: {len(executed)} pages in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/ "
+          f"in {time.monotonic() - start:.0f} s, formulas typeset offline; open {out / 'index.html'}")
+    return 0
+
+
+def render_site(executed: dict[Path, nbformat.NotebookNode], out: Path,
+                screenshot: Path | None = SCREENSHOTS / "formula.png") -> list[str]:
+    "Render the notebooks `executed` into `out` with a local MathJax; return broken links and formula problems."
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    copy_mathjax(out)
     pages = [(page_name(path), title_and_subtitle(nb)[0] or path.stem) for path, nb in executed.items()]
     with tempfile.TemporaryDirectory() as templates:
         Path(templates, "course").mkdir()
         Path(templates, "course", "conf.json").write_text('{"base_template": "lab", "mimetypes": {"text/html": true}}')
         Path(templates, "course", "index.html.j2").write_text(TEMPLATE)
-        exporter = HTMLExporter(template_name="course", extra_template_basedirs=[templates], embed_images=True)
+        exporter = HTMLExporter(template_name="course", extra_template_basedirs=[templates], embed_images=True,
+                                mathjax_url=MATHJAX_URL)
         for position, (path, nb) in enumerate(executed.items()):
             (out / pages[position][0]).write_text(render(nb, exporter, navigation(pages, position)), encoding="utf-8")
             nbformat.write(nb, out / "notebooks" / path.name)
     chapters = [(page_name(path), *title_and_subtitle(nb)) for path, nb in executed.items()]
     (out / "index.html").write_text(contents(chapters), encoding="utf-8")
-    broken = broken_links(out)
-    for problem in broken:
-        print(f"  BROKEN {problem}")
-    if broken:
-        return 1
-    print(f"html: {len(executed)} pages in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/ "
-          f"in {time.monotonic() - start:.0f} s; open {out / 'index.html'}")
-    return 0
+    with_formulas = [pages[position][0] for position, nb in enumerate(executed.values()) if has_formula(nb)]
+    return [f"broken link: {problem}" for problem in broken_links(out)] + \
+        formula_problems(out, with_formulas, screenshot)
 
 
 if __name__ == "__main__":

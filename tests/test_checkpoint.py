@@ -145,3 +145,59 @@ def test_saved_file_is_a_plain_npz_readable_by_numpy(tmp_path):
     with np.load(path, allow_pickle=False) as archive:
         assert sorted(archive.files) == sorted(name for name, _ in Network(hidden=2).named_parameters())
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def saved_bytes(tmp_path) -> bytes:
+    "The bytes of a small real checkpoint."
+    return save_checkpoint(Network(hidden=3, seed=0), tmp_path / "good.npz").read_bytes()
+
+
+@settings(max_examples=20, deadline=None)
+@given(fraction=st.floats(0.0, 0.99))
+def test_a_truncated_checkpoint_is_named_and_called_damaged(tmp_path_factory, fraction):
+    folder = tmp_path_factory.mktemp("truncated")
+    whole = saved_bytes(folder)
+    path = folder / "cut.npz"
+    path.write_bytes(whole[: int(len(whole) * fraction)])
+    with pytest.raises(checkpoint.CheckpointError) as caught:
+        load_checkpoint(path, Network(hidden=3, seed=1))
+    message = str(caught.value)
+    assert str(path) in message and "is not a checkpoint" in message and "save the model again" in message
+    assert any(words in message for words in ("damaged or truncated", "the file is empty", "not an .npz archive"))
+
+
+def test_a_checkpoint_cut_inside_its_zip_directory_is_damaged_not_bad_zip(tmp_path):
+    path = tmp_path / "cut.npz"
+    path.write_bytes(saved_bytes(tmp_path)[:-10])
+    with pytest.raises(ValueError, match=r"cut\.npz is not a checkpoint: the archive is damaged or truncated \(BadZipFile"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("text", ["weights: see the lab book\n", "{\"layer1.weight\": [1, 2]}", "(dp0\nS'w'\n"])
+def test_a_text_file_is_not_an_npz_archive_and_is_not_called_a_pickle(tmp_path, text):
+    path = tmp_path / "model.npz"
+    path.write_text(text)
+    with pytest.raises(checkpoint.CheckpointError) as caught:
+        load_checkpoint(path)
+    message = str(caught.value)
+    assert f"{path} is not a checkpoint: it is not an .npz archive" in message
+    assert "pickled" not in message and "save_checkpoint(model, path)" in message
+
+
+def test_an_empty_file_and_a_missing_file_name_their_path(tmp_path):
+    (tmp_path / "empty.npz").write_bytes(b"")
+    with pytest.raises(checkpoint.CheckpointError, match="empty.npz is not a checkpoint: the file is empty"):
+        load_checkpoint(tmp_path / "empty.npz")
+    with pytest.raises(FileNotFoundError, match="absent.npz"):
+        load_checkpoint(tmp_path / "absent.npz")
+
+
+def test_a_compressed_archive_with_a_corrupted_member_is_damaged(tmp_path):
+    path = tmp_path / "compressed.npz"
+    np.savez_compressed(path, weight=np.arange(1000.0))
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    with pytest.raises(checkpoint.CheckpointError, match="damaged or truncated"):
+        load_checkpoint(path)

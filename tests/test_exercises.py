@@ -48,3 +48,95 @@ def test_every_task_line_of_a_cell_counts():
     assert check.cell_tasks(cell) == ["4.8", "4.2", "4.3"]
     assert check.skipped(cell, "4.2") and not check.skipped(nbformat.v4.new_code_cell("#| task 4.2\nx = 1"), "4.2")
     assert check.skipped(nbformat.v4.new_code_cell("#| task 4.2\nx = 1"), "4.3")
+
+
+def write_notebook(path: Path, *sources: str) -> Path:
+    "A notebook at `path` with one code cell per source."
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Demo")] + [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_failing_check_shows_its_cell_its_marked_line_and_where_the_error_was_raised(tmp_path):
+    path = write_notebook(tmp_path / "07_demo.ipynb",
+                          "def double(x):\n    raise NotImplementedError('Task 9.1 is not done yet')",
+                          "#| task 9.1\nassert 1 + 1 == 2\nassert double(2) == 4\nassert True")
+    passed, report = check.run_notebook(path, "9.1")
+    assert not passed
+    assert report.startswith("07_demo.ipynb cell 3 of 3 (id ")
+    assert "check of task 9.1) failed: NotImplementedError: Task 9.1 is not done yet" in report
+    assert "-->   3 | assert double(2) == 4" in report and "      2 | assert 1 + 1 == 2" in report
+    assert "raised in `double`, 07_demo.ipynb cell 2 line 2" in report
+
+
+def test_a_failing_assert_marks_its_line_and_a_setup_cell_says_so(tmp_path):
+    path = write_notebook(tmp_path / "demo.ipynb", "#| task 9.2\nvalues = [1, 2]\nassert sum(values) == 4, values")
+    passed, report = check.run_notebook(path, "9.2")
+    assert not passed and "AssertionError: [1, 2]" in report and "-->   3 | assert sum(values) == 4" in report
+    assert "raised in" not in report
+    path = write_notebook(tmp_path / "setup.ipynb", "import no_such_module_here", "#| task 9.2\nassert True")
+    passed, report = check.run_notebook(path, "9.2")
+    assert not passed and "cell 2 of 3" in report and "setup cell (untagged)" in report
+    assert "-->   1 | import no_such_module_here" in report
+
+
+def test_long_cells_show_only_the_lines_around_the_failure():
+    source = "\n".join(f"x{number} = {number}" for number in range(1, 41))
+    shown = check.marked_source(source, 20)
+    assert "-->  20 | x20 = 20" in shown and "x17 = 17" in shown and "x23 = 23" in shown
+    assert "x10 = 10" not in shown and "x30 = 30" not in shown and shown.startswith("    ...")
+
+
+def test_solutions_are_collected_with_the_stub_they_replace():
+    solutions = []
+    stubbed, _ = exercises.stub_source(SOURCE, "demo", solutions)
+    assert solutions == [{"task": "0.1", "function": "mul", "code": ["    product = x * y", "    return product"],
+                          "stub": stubbed.splitlines()[2:4]}]
+    assert stubbed.splitlines()[2] == "    # TODO: task 0.1"
+
+
+def test_the_readme_of_the_edition_starts_with_the_first_task(tmp_path):
+    (tmp_path / "README.md").write_text("# minitorch\nThe course.\n")
+    exercises.write_readme(tmp_path, {"10_derivatives.ipynb": ["1.1"], "00_operators.ipynb": ["0.2", "0.1", "0.1"],
+                                      "99_api.ipynb": []})
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.startswith("# minitorch: exercise edition") and readme.endswith("# minitorch\nThe course.\n")
+    assert "**task 0.1** in `nbs/00_operators.ipynb`" in readme
+    assert "make check TASK=0.1" in readme and "make solution TASK=0.1" in readme and "make lab" in readme
+    assert "* `nbs/00_operators.ipynb`: tasks 0.1, 0.2\n* `nbs/10_derivatives.ipynb`: tasks 1.1\n" in readme
+    assert "99_api" not in readme
+
+
+solution_spec = importlib.util.spec_from_file_location("solution", Path(__file__).parent.parent / ".ci" / "solution.py")
+solution = importlib.util.module_from_spec(solution_spec)
+solution_spec.loader.exec_module(solution)
+
+
+def test_a_solution_is_put_back_only_where_the_stub_is_untouched(tmp_path, monkeypatch):
+    import nbformat
+    (tmp_path / "nbs").mkdir()
+    source = SOURCE + "\n\ndef twice(x):\n    # BEGIN SOLUTION 0.1\n    return 2 * x\n    # END SOLUTION\n"
+    path = write_notebook(tmp_path / "nbs" / "00_demo.ipynb", source)
+    nb = nbformat.read(path, as_version=4)
+    regions = []
+    nb.cells[1].source, _ = exercises.stub_source(source, "demo", regions)
+    nb.cells[1].source = nb.cells[1].source.replace("implement `twice`", "implement `twice` (edited)")
+    nbformat.write(nb, path)
+    regions = [{**region, "notebook": "nbs/00_demo.ipynb", "cell": nb.cells[1].id} for region in regions]
+    monkeypatch.setattr(solution, "ROOT", tmp_path)
+    assert solution.apply(regions[0]) and not solution.apply(regions[1])
+    namespace = {}
+    exec(nbformat.read(path, as_version=4).cells[1].source, namespace)
+    assert namespace["mul"](2, 3) == 6
+    with pytest.raises(NotImplementedError, match="edited"):
+        namespace["twice"](1)
+    assert "--- task 0.1: `mul` in nbs/00_demo.ipynb" in solution.describe(regions[0])
+    with pytest.raises(SystemExit, match="tasks are 0.1"):
+        solution.regions_of("0.2", regions)
+
+
+def test_the_course_itself_has_no_solution_file_to_show():
+    with pytest.raises(SystemExit, match="not an exercise edition"):
+        solution.main(["0.1"])
