@@ -179,11 +179,20 @@ class CudaStorage(DeviceStorage):
     def __len__(self) -> int:
         return self.array.shape[0]
 
+    def _check_position(self, position: Any) -> int:
+        "`position` as an int, or a TypeError: the host reads and writes GPU storage one element at a time."
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise TypeError(f"GPU storage is read or written from the host one element at a time, got position "
+                            f"{position!r}: copy it all with to_host(), or compute on the GPU with the backend")
+        return int(position)
+
     def __getitem__(self, position: int) -> float:
+        position = self._check_position(position)
         record_transfer("to_host", 8)
         return float(self.array[position:position + 1].copy_to_host()[0])
 
     def __setitem__(self, position: int, value: float) -> None:
+        position = self._check_position(position)
         record_transfer("to_device", 8)
         self.array[position:position + 1].copy_to_device(np.array([value], dtype=np.float64))
 

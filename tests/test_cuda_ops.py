@@ -1,8 +1,11 @@
 """The CUDA kernels (in Numba's simulator without a GPU) against chapter 2's Python loops, on random layouts."""
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +14,7 @@ from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
 
 import minitorch
 from minitorch import CudaOps, IndexingError, TensorBackend, cuda_available, mm_practice, operators, sum_practice, tensor
+from minitorch import cuda_ops
 from minitorch.cuda_ops import (MAX_DIMS, REDUCE_THREADS, TILE, CudaStorage, count_transfers, cuda_map,
                                 cuda_matrix_multiply, cuda_reduce, cuda_zip, map_launch, matrix_multiply_launch,
                                 quick_thread_switches, reduce_launch)
@@ -255,3 +259,44 @@ def test_a_training_step_copies_only_the_loss_to_the_host():
     assert (copies.to_device_calls, copies.to_device_bytes) == (2 * 7, 2 * (6 * 3 * 8 + 6 * 8))
     assert all(isinstance(parameter.value._tensor._storage, CudaStorage) for parameter in model.parameters())
     assert losses[2] < losses[1] < losses[0]
+
+
+def test_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(monkeypatch):
+    spec = importlib.util.spec_from_file_location("cuda_compile", Path(__file__).parent.parent / ".ci" / "cuda_compile.py")
+    cuda_compile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cuda_compile)
+    launches, original = [], cuda_ops.launch
+
+    def recording_launch(kernel, grid, out, *inputs, arguments=()):
+        arrays = [array.copy_to_host() for tensor in (out, *inputs) for array in cuda_ops.kernel_arguments(tensor._tensor)]
+        launches.append((kernel, [*arrays, *arguments]))
+        original(kernel, grid, out, *inputs, arguments=arguments)
+
+    monkeypatch.setattr(cuda_ops, "launch", recording_launch)
+    backend = TensorBackend(CudaOps)
+    x = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
+    (x.permute(1, 0) @ x).sum(0).sigmoid() + x
+    launched = {kernel.py_func.__name__ for kernel, _ in launches}
+    assert launched == {"cuda_matrix_multiply", "reduce_kernel", "map_kernel", "zip_kernel"}
+    for kernel, values in launches:
+        signature = cuda_compile.launch_signature(kernel.py_func)
+        assert [numba.typeof(value) for value in values] == list(signature), kernel.py_func.__name__
+
+
+def test_gradients_flow_between_backends_with_broadcasting():
+    backend, fast = TensorBackend(CudaOps), minitorch.FastBackend
+    on_gpu = tensor(np.arange(6.0).reshape(2, 3), backend=backend, requires_grad=True)
+    on_cpu = tensor([[1.0, 2.0, 3.0]], backend=fast, requires_grad=True)
+    ((on_gpu * on_cpu).sum() + (on_cpu * on_gpu).sum()).backward()
+    np.testing.assert_array_equal(on_cpu.grad.to_numpy(), 2 * np.arange(6.0).reshape(2, 3).sum(0, keepdims=True))
+    np.testing.assert_array_equal(on_gpu.grad.to_numpy(), 2 * np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]))
+    assert on_cpu.grad.backend is fast and on_gpu.grad.backend is backend
+
+
+def test_gpu_storage_refuses_slices_from_the_host():
+    storage = CudaStorage.from_host(np.arange(3.0))
+    with pytest.raises(TypeError, match=r"one element at a time, got position slice\(None, None, None\)"):
+        storage[:] = 1.0
+    with pytest.raises(TypeError, match=r"got position slice\(0, 2, None\): copy it all with to_host\(\)"):
+        storage[0:2]
+    assert storage[2] == 2.0 and storage.to_host().tolist() == [0.0, 1.0, 2.0]
