@@ -300,3 +300,14 @@ def test_gpu_storage_refuses_slices_from_the_host():
     with pytest.raises(TypeError, match=r"got position slice\(0, 2, None\): copy it all with to_host\(\)"):
         storage[0:2]
     assert storage[2] == 2.0 and storage.to_host().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_practice_kernels_run_on_tensors_in_gpu_memory():
+    backend = TensorBackend(CudaOps)
+    values = np.random.default_rng(3).normal(size=40)
+    block_sums = sum_practice(tensor(values, backend=backend))
+    assert isinstance(block_sums._tensor._storage, CudaStorage)
+    np.testing.assert_allclose(block_sums.to_numpy(), [values[:32].sum(), values[32:].sum()], rtol=1e-12)
+    left, right = np.arange(9.0).reshape(3, 3), np.eye(3) * 2
+    product = mm_practice(tensor(left, backend=backend), tensor(right.T, backend=backend).permute(1, 0))
+    np.testing.assert_allclose(product.to_numpy(), left @ right, rtol=1e-12)
