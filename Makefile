@@ -19,6 +19,9 @@ endif
 export PYTHONPATH := $(CURDIR)
 
 E2E_STAMP := $(VENV)/.minitorch-e2e-installed
+# The CUDA tools (cuda-compile, bench-gpu) live in their own environment: NVIDIA's CUDA 12 wheels are about 1 GB.
+CUDA_VENV ?= .venv-cuda
+CUDA_STAMP := $(CUDA_VENV)/.minitorch-cuda-installed
 CHROMIUM := /usr/bin/chromium
 # Debian's libjs-mathjax (MathJax 2.7, the version nbconvert's templates configure), copied into _site/.
 MATHJAX := /usr/share/javascript/mathjax/MathJax.js
@@ -26,7 +29,8 @@ MATHJAX := /usr/share/javascript/mathjax/MathJax.js
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
-.PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip exercises check solution export clean-nbs hooks bench e2e html tour-images
+.PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip exercises check solution export clean-nbs hooks bench e2e html tour-images \
+	cuda-compile bench-gpu
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
@@ -36,6 +40,8 @@ help:
 	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
+	@echo "make cuda-compile        compile every CUDA kernel for sm_75/80/90 with NVIDIA's compiler (no GPU needed)"
+	@echo "make bench-gpu           time the CUDA backend against the fast CPU backend and PyTorch (needs a GPU)"
 	@echo "make e2e                 run every notebook, flagged cells too, in JupyterLab in headless Chromium;"
 	@echo "                         screenshots in _screenshots/ (E2E_ONLY=01_module,43 for some notebooks)"
 	@echo "make html                execute the notebooks and render them to a static site in _site/ (local MathJax)"
@@ -106,6 +112,20 @@ hooks: $(STAMP)
 bench: $(STAMP)
 	@# OPENBLAS_CORETYPE/L2_SIZE (set on some machines here) slow NumPy down: unset them for a fair comparison
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python tests/benchmark.py $(BENCH_FLAGS)
+
+$(CUDA_STAMP): setup.py settings.ini
+	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
+	@$(CUDA_VENV)/bin/python -m pip install -q -e . "numba-cuda[cu12]" || { \
+	  echo "make $(MAKECMDGOALS): could not install numba-cuda[cu12] (NVIDIA's CUDA 12 compiler wheels, about 1 GB)"; \
+	  echo "into $(CUDA_VENV): these tools need them, and the package index must be reachable."; exit 1; }
+	@touch $@
+
+cuda-compile: $(CUDA_STAMP)
+	@echo "== cuda-compile: every CUDA kernel compiled for real GPUs (sm_75, sm_80, sm_90), no GPU needed"
+	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python .ci/cuda_compile.py
+
+bench-gpu: $(CUDA_STAMP)
+	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python .ci/bench_gpu.py $(BENCH_FLAGS)
 
 # Playwright drives Debian's Chromium; it never downloads a browser of its own (no `playwright install`).
 $(E2E_STAMP): $(STAMP)

@@ -28,8 +28,8 @@ def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
 
 # %% ../nbs/40_conv.ipynb #87086a06
 def as_array(a: Tensor) -> np.ndarray:
-    "The values of `a` as a row-major NumPy array of its shape (no copy when `a` is contiguous)."
-    storage = a.detach().contiguous()._tensor._storage
+    "The values of `a` as a row-major NumPy array of its shape (no copy when `a` is contiguous and in host memory)."
+    storage = a.detach().contiguous()._tensor.host_storage()
     return storage[:a.size].reshape(a.shape)
 
 

@@ -27,7 +27,7 @@ class Tensor:
 
     def __init__(self, data: TensorData, history: History | None = None, backend: TensorBackend = SimpleBackend,
                  name: str | None = None):
-        self._tensor = data
+        self._tensor = backend.ops.to_device(data) if backend.cuda else data
         self.history = history
         self.backend = backend
         self.name = name
@@ -72,7 +72,7 @@ class Tensor:
 
     def to_numpy(self) -> np.ndarray:
         "A NumPy copy of the values, with this tensor's shape."
-        storage = self.contiguous()._tensor._storage
+        storage = self.contiguous()._tensor.host_storage()
         return storage[:self.size].reshape(self.shape).copy()
 
     def __len__(self) -> int:
@@ -149,7 +149,7 @@ class Tensor:
             return gradient
         # BEGIN SOLUTION 2.4
         full_shape = shape_broadcast(self.shape, gradient.shape)
-        full = self.backend.id_map(gradient, gradient.zeros(full_shape))
+        full = self.backend.id_map(gradient, self.zeros(full_shape))
         padded_shape = (1,) * (len(full_shape) - self.dims) + self.shape
         for dim, (full_size, own_size) in enumerate(zip(full_shape, padded_shape)):
             if own_size == 1 and full_size != 1:
@@ -317,7 +317,9 @@ def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: boo
 def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
     "A tensor of `shape` filled with 0.0."
     shape = _as_shape(shape)
-    return Tensor(TensorData(np.zeros(int(np.prod(shape))), shape), backend=backend).requires_grad_(requires_grad)
+    size = int(np.prod(shape))
+    storage = backend.ops.device_zeros(size) if backend.cuda else np.zeros(size)
+    return Tensor(TensorData(storage, shape), backend=backend).requires_grad_(requires_grad)
 
 
 def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:

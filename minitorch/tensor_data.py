@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['Index', 'Shape', 'Strides', 'Storage', 'PRINT_THRESHOLD', 'PRINT_EDGE', 'IndexingError', 'index_to_position',
-           'to_index', 'strides_from_shape', 'checked_shape', 'TensorData', 'shape_broadcast', 'broadcast_index']
+           'to_index', 'strides_from_shape', 'checked_shape', 'DeviceStorage', 'TensorData', 'shape_broadcast',
+           'broadcast_index']
 
 # %% ../nbs/20_tensor_data.ipynb #f4cdff10
 import random
@@ -69,12 +70,25 @@ def checked_shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(entry) for entry in entries)
 
 
+class DeviceStorage:
+    "A flat float64 storage kept off the host, e.g. in GPU memory (chapter 3): views share it, host reads copy it."
+
+    ndim = 1
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def to_host(self) -> Storage:
+        "A NumPy copy of the values."
+        raise NotImplementedError
+
+
 class TensorData:
     "A strided view of a 1-D float64 storage: `shape` says how many entries, `strides` where they live."
 
     def __init__(self, storage: Sequence[float] | Storage, shape: Sequence[int],
                  strides: Sequence[int] | None = None):
-        self._storage = np.asarray(storage, dtype=np.float64)
+        self._storage = storage if isinstance(storage, DeviceStorage) else np.asarray(storage, dtype=np.float64)
         self.shape = checked_shape(shape)
         self.strides = strides_from_shape(self.shape) if strides is None else tuple(strides)
         self._check_layout()
@@ -97,6 +111,10 @@ class TensorData:
         if last >= len(self._storage):
             raise IndexingError(f"shape {self.shape} with strides {self.strides} reaches position {last}, "
                                 f"past the storage of size {len(self._storage)}")
+
+    def host_storage(self) -> Storage:
+        "The storage as a NumPy array: the array itself, or a host copy of a `DeviceStorage`."
+        return self._storage.to_host() if isinstance(self._storage, DeviceStorage) else self._storage
 
     def is_contiguous(self) -> bool:
         "Whether the strides are the row-major strides of the shape (elements in storage order)."
@@ -144,7 +162,8 @@ class TensorData:
     def to_string(self) -> str:
         "The values as nested brackets, eliding the middle of long dimensions in large tensors."
         elide = self.size > PRINT_THRESHOLD
-        width = max(len(f"{value:.4f}") for value in (self._storage.min(), self._storage.max()))
+        storage = self.host_storage()
+        width = max(len(f"{value:.4f}") for value in (storage.min(), storage.max()))
 
         def shown(length: int) -> list[int | None]:
             if elide and length > 2 * PRINT_EDGE:
@@ -154,7 +173,7 @@ class TensorData:
         def render(prefix: tuple[int, ...]) -> str:
             depth = len(prefix)
             if depth == self.dims:
-                return f"{self.get(prefix):{width}.4f}"
+                return f"{storage[self.index(prefix)]:{width}.4f}"
             parts = ["..." if entry is None else render(prefix + (entry,)) for entry in shown(self.shape[depth])]
             separator = "," + "\n" * (self.dims - depth - 1) + (" " * (depth + 1) if depth < self.dims - 1 else " ")
             return "[" + separator.join(parts) + "]"
@@ -163,8 +182,8 @@ class TensorData:
 
     # Defined last: inside the class body this name shadows the built-in `tuple` used in annotations above.
     def tuple(self) -> tuple[Storage, Shape, Strides]:
-        "The `(storage, shape, strides)` arrays a kernel works on."
-        return self._storage, self._shape, self._strides
+        "The `(storage, shape, strides)` arrays a CPU kernel works on (a host copy of a `DeviceStorage`)."
+        return self.host_storage(), self._shape, self._strides
 
 # %% ../nbs/20_tensor_data.ipynb #f5ad50aa
 def shape_broadcast(shape_a: Sequence[int], shape_b: Sequence[int]) -> tuple[int, ...]:

@@ -1,17 +1,25 @@
 """The CUDA kernels (in Numba's simulator without a GPU) against chapter 2's Python loops, on random layouts."""
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
 
+import minitorch
 from minitorch import CudaOps, IndexingError, TensorBackend, cuda_available, mm_practice, operators, sum_practice, tensor
-from minitorch.cuda_ops import (MAX_DIMS, REDUCE_THREADS, TILE, cuda_map, cuda_matrix_multiply, cuda_reduce, cuda_zip,
-                                map_launch, matrix_multiply_launch, quick_thread_switches, reduce_launch)
+from minitorch import cuda_ops
+from minitorch.cuda_ops import (MAX_DIMS, REDUCE_THREADS, TILE, CudaStorage, count_transfers, cuda_map,
+                                cuda_matrix_multiply, cuda_reduce, cuda_zip, map_launch, matrix_multiply_launch,
+                                quick_thread_switches, reduce_launch)
+from minitorch.nn import Linear, ReLU, Sequential, cross_entropy
+from minitorch.optim import SGD
 from minitorch.tensor_data import TensorData, shape_broadcast
 from minitorch.tensor_ops import tensor_map, tensor_matrix_multiply, tensor_reduce, tensor_zip
 
@@ -175,3 +183,131 @@ def test_without_gpu_or_simulator_the_backend_says_how_to_enable_the_simulator()
     refusals = [line for line in answer.stdout.splitlines() if line.startswith("refused:")]
     assert len(refusals) == 2, answer.stdout
     assert all("NUMBA_ENABLE_CUDASIM=1" in line and "before minitorch or numba is imported" in line for line in refusals)
+
+
+def test_tensors_on_the_backend_keep_their_storage_on_the_gpu():
+    backend = TensorBackend(CudaOps)
+    values = np.arange(12.0).reshape(3, 4)
+    with count_transfers() as made:
+        x = tensor(values, backend=backend)
+        zero = x.zeros((2, 2))
+    assert (made.to_device_calls, made.to_device_bytes, made.to_host_calls) == (1, 96, 0)  # zeros: a memset
+    assert isinstance(x._tensor._storage, CudaStorage) and isinstance(zero._tensor._storage, CudaStorage)
+    ((x * x).sum(1) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()  # every layout now cached on the GPU
+    with count_transfers() as computed:
+        result = ((x * x).sum(1) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()
+    assert (computed.to_host_calls, computed.to_device_calls) == (0, 0)
+    assert isinstance(result._tensor._storage, CudaStorage)
+    with count_transfers() as read:
+        array = result.to_numpy()
+    assert (read.to_host_calls, read.to_host_bytes) == (1, 24)
+    expected = 1 / (1 + np.exp(-((values * values).sum(1) + values.sum(1))))
+    np.testing.assert_allclose(array[:, 0], expected, rtol=1e-12)
+    assert zero.to_numpy().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_host_reads_and_writes_through_views_share_the_one_gpu_copy():
+    backend = TensorBackend(CudaOps)
+    x = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
+    transposed = x.permute(1, 0)
+    assert transposed._tensor._storage is x._tensor._storage
+    with count_transfers() as copies:
+        transposed[2, 1] = 50.0
+        assert x[1, 2] == 50.0 and x.view(6)[5] == 50.0
+    assert (copies.to_device_calls, copies.to_device_bytes) == (1, 8)
+    assert (copies.to_host_calls, copies.to_host_bytes) == (2, 16)
+    with count_transfers() as printing:
+        text = repr(transposed)
+    assert "50.0000" in text and (printing.to_host_calls, printing.to_host_bytes) == (1, 48)
+
+
+def test_moving_between_backends_and_mixing_them():
+    backend, fast = TensorBackend(CudaOps), minitorch.FastBackend
+    on_gpu = tensor(np.arange(4.0), backend=backend)
+    on_cpu = tensor(on_gpu.to_numpy(), backend=fast)
+    assert isinstance(on_cpu._tensor._storage, np.ndarray)
+    with count_transfers() as copies:
+        cpu_sum = on_cpu + on_gpu  # a CPU kernel reads the GPU tensor through a host copy
+        gpu_sum = on_gpu + on_cpu  # a GPU kernel reads the CPU tensor through an uploaded copy
+    assert copies.to_host_calls == 1 and copies.to_device_calls >= 1
+    assert cpu_sum.backend is fast and gpu_sum.backend is backend
+    np.testing.assert_array_equal(cpu_sum.to_numpy(), gpu_sum.to_numpy())
+    with pytest.raises(TypeError, match=r"output \(shape \(4,\)\) is a tensor on TensorBackend\(FastOps\)"):
+        backend.id_map(on_gpu, on_cpu)
+
+
+def test_a_training_step_copies_only_the_loss_to_the_host():
+    backend = TensorBackend(CudaOps)
+    model = Sequential(Linear(4, 8, backend=backend, seed=1), ReLU(), Linear(8, 3, backend=backend, seed=2))
+    points = tensor(np.random.default_rng(0).normal(size=(6, 4)), backend=backend)
+    labels = np.array([0, 1, 2, 1, 0, 2])
+    optimizer = SGD(model.parameters(), lr=0.5)
+
+    def step() -> float:
+        optimizer.zero_grad()
+        loss = cross_entropy(model(points), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    losses = [step()]  # the first step uploads each shape and strides once
+    with count_transfers() as copies:
+        losses += [step(), step()]
+    assert (copies.to_host_calls, copies.to_host_bytes) == (2, 16)  # loss.item(): 8 bytes a step, nothing else
+    # to the GPU, each step: nll_loss's one-hot labels (6 x 3 floats, built on the host from `labels`) and six
+    # float constants made on the host: backward's seed 1.0, mean's 1/N, and SGD's lr once per parameter (4)
+    assert (copies.to_device_calls, copies.to_device_bytes) == (2 * 7, 2 * (6 * 3 * 8 + 6 * 8))
+    assert all(isinstance(parameter.value._tensor._storage, CudaStorage) for parameter in model.parameters())
+    assert losses[2] < losses[1] < losses[0]
+
+
+def test_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(monkeypatch):
+    spec = importlib.util.spec_from_file_location("cuda_compile", Path(__file__).parent.parent / ".ci" / "cuda_compile.py")
+    cuda_compile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cuda_compile)
+    launches, original = [], cuda_ops.launch
+
+    def recording_launch(kernel, grid, out, *inputs, arguments=()):
+        arrays = [array.copy_to_host() for tensor in (out, *inputs) for array in cuda_ops.kernel_arguments(tensor._tensor)]
+        launches.append((kernel, [*arrays, *arguments]))
+        original(kernel, grid, out, *inputs, arguments=arguments)
+
+    monkeypatch.setattr(cuda_ops, "launch", recording_launch)
+    backend = TensorBackend(CudaOps)
+    x = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
+    (x.permute(1, 0) @ x).sum(0).sigmoid() + x
+    launched = {kernel.py_func.__name__ for kernel, _ in launches}
+    assert launched == {"cuda_matrix_multiply", "reduce_kernel", "map_kernel", "zip_kernel"}
+    for kernel, values in launches:
+        signature = cuda_compile.launch_signature(kernel.py_func)
+        assert [numba.typeof(value) for value in values] == list(signature), kernel.py_func.__name__
+
+
+def test_gradients_flow_between_backends_with_broadcasting():
+    backend, fast = TensorBackend(CudaOps), minitorch.FastBackend
+    on_gpu = tensor(np.arange(6.0).reshape(2, 3), backend=backend, requires_grad=True)
+    on_cpu = tensor([[1.0, 2.0, 3.0]], backend=fast, requires_grad=True)
+    ((on_gpu * on_cpu).sum() + (on_cpu * on_gpu).sum()).backward()
+    np.testing.assert_array_equal(on_cpu.grad.to_numpy(), 2 * np.arange(6.0).reshape(2, 3).sum(0, keepdims=True))
+    np.testing.assert_array_equal(on_gpu.grad.to_numpy(), 2 * np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]))
+    assert on_cpu.grad.backend is fast and on_gpu.grad.backend is backend
+
+
+def test_gpu_storage_refuses_slices_from_the_host():
+    storage = CudaStorage.from_host(np.arange(3.0))
+    with pytest.raises(TypeError, match=r"one element at a time, got position slice\(None, None, None\)"):
+        storage[:] = 1.0
+    with pytest.raises(TypeError, match=r"got position slice\(0, 2, None\): copy it all with to_host\(\)"):
+        storage[0:2]
+    assert storage[2] == 2.0 and storage.to_host().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_practice_kernels_run_on_tensors_in_gpu_memory():
+    backend = TensorBackend(CudaOps)
+    values = np.random.default_rng(3).normal(size=40)
+    block_sums = sum_practice(tensor(values, backend=backend))
+    assert isinstance(block_sums._tensor._storage, CudaStorage)
+    np.testing.assert_allclose(block_sums.to_numpy(), [values[:32].sum(), values[32:].sum()], rtol=1e-12)
+    left, right = np.arange(9.0).reshape(3, 3), np.eye(3) * 2
+    product = mm_practice(tensor(left, backend=backend), tensor(right.T, backend=backend).permute(1, 0))
+    np.testing.assert_allclose(product.to_numpy(), left @ right, rtol=1e-12)

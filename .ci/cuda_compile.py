@@ -1,0 +1,195 @@
+"""Compile every CUDA kernel minitorch defines to PTX for real GPUs, with NVIDIA's compiler and no GPU (`make cuda-compile`).
+
+Run in the separate environment `.venv-cuda` (numba-cuda and its CUDA 12 wheels) with the simulator off.
+Kernels are found, not listed: every kernel object at module level in a `minitorch` module, and every
+kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
+build, one per float function). Each is compiled with the signature it is launched with, read from its
+annotations (`Storage` is a contiguous float64 array, `Shape`/`Strides` contiguous int64 arrays, `int`
+an int64, `float` a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code
+with `ptxas` from the same wheels (which reports each kernel's registers). Exit status 1 on any error.
+"""
+import importlib
+import importlib.metadata
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import typing
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+ARCHITECTURES = ((7, 5), (8, 0), (9, 0))
+"Compute capabilities compiled for: Turing (T4), Ampere (A100), Hopper (H100)."
+
+ANNOTATION_TYPES = {
+    npt.NDArray[np.float64]: numba.float64[::1],
+    npt.NDArray[np.int64]: numba.int64[::1],
+    int: numba.int64,
+    float: numba.float64,
+}
+"The numba type a kernel argument with this annotation is launched with."
+REGISTERS_PER_BLOCK = 64 * 1024
+"32-bit registers one block may use on every architecture above."
+REGISTER_GRANULE = 8
+"Registers are handed to threads in multiples of this many, and to blocks a warp at a time."
+WARP = 32
+"Threads per warp."
+
+
+def launch_signature(py_func: Callable) -> tuple[Any, ...]:
+    "The argument types `py_func` is launched with, from its annotations (a ValueError for one without)."
+    hints = typing.get_type_hints(py_func)
+    names = py_func.__code__.co_varnames[:py_func.__code__.co_argcount]
+    unknown = [name for name in names if hints.get(name) not in ANNOTATION_TYPES]
+    if unknown:
+        raise ValueError(f"kernel {py_func.__qualname__}: arguments {unknown} have no annotation among "
+                         f"Storage, Shape, Strides, int, float, so their launch type is unknown")
+    return tuple(ANNOTATION_TYPES[hints[name]] for name in names)
+
+
+def is_kernel(value: Any, kernel_type: type) -> bool:
+    "Whether `value` is a CUDA kernel (a `cuda.jit` function that is not a device function)."
+    return isinstance(value, kernel_type) and not getattr(value, "targetoptions", {}).get("device", False)
+
+
+def module_kernels(package: types.ModuleType, kernel_type: type) -> dict[str, Any]:
+    "Every kernel bound to a name at module level in `package`'s modules, by `module.name`."
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for name, value in vars(module).items():
+            if is_kernel(value, kernel_type) and value.py_func.__module__ == module.__name__:
+                found[f"{info.name}.{name}"] = value
+    return found
+
+
+def backend_kernels(backend: Any, kernel_type: type) -> dict[str, Any]:
+    "Every kernel held in the closure of one of `backend`'s functions, by `attribute:kernel name`."
+    found = {}
+    for attribute, value in vars(backend).items():
+        for cell in getattr(value, "__closure__", None) or ():
+            if is_kernel(cell.cell_contents, kernel_type):
+                found[f"{attribute}:{cell.cell_contents.py_func.__name__}"] = cell.cell_contents
+    return found
+
+
+def ptxas_path() -> str | None:
+    "The PTX assembler shipped in the nvidia-cuda-nvcc wheel, if installed."
+    try:
+        package = importlib.import_module("nvidia.cuda_nvcc")
+    except ImportError:
+        return None
+    for folder in package.__path__:
+        candidate = f"{folder}/bin/ptxas"
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def assemble(ptxas: str, ptx: str, architecture: tuple[int, int]) -> int:
+    "Assemble `ptx` to machine code for `architecture` with ptxas; the registers per thread it reports."
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as source:
+        source.write(ptx)
+        source.flush()
+        answer = subprocess.run([ptxas, f"-arch=sm_{architecture[0]}{architecture[1]}", "-v", "-o", "/dev/null",
+                                 source.name], capture_output=True, text=True)
+    if answer.returncode != 0:
+        raise RuntimeError(f"ptxas failed: {answer.stderr.strip()}")
+    registers = re.findall(r"Used (\d+) registers", answer.stderr)
+    return max(int(count) for count in registers) if registers else 0
+
+
+@contextmanager
+def compiling_for(architecture: tuple[int, int]) -> Iterator[None]:
+    "Device functions compile for the current device's compute capability: pretend one of `architecture`."
+    dispatcher_module = importlib.import_module("numba.cuda.dispatcher")
+    original = dispatcher_module.get_current_device
+    dispatcher_module.get_current_device = lambda: types.SimpleNamespace(compute_capability=architecture)
+    try:
+        yield
+    finally:
+        dispatcher_module.get_current_device = original
+
+
+def device_functions(kernels: dict[str, Any], kernel_type: type) -> list[Any]:
+    "The device functions the kernels call (by global name or from their closure), and those these call."
+    found, pending = {}, [kernel.py_func for kernel in kernels.values()]
+    while pending:
+        py_func = pending.pop()
+        referenced = [py_func.__globals__.get(name) for name in py_func.__code__.co_names]
+        referenced += [cell.cell_contents for cell in py_func.__closure__ or ()]
+        for value in referenced:
+            if isinstance(value, kernel_type) and id(value) not in found and not is_kernel(value, kernel_type):
+                found[id(value)] = value
+                pending.append(value.py_func)
+    return list(found.values())
+
+
+def compile_all(kernels: dict[str, Any], devices: list[Any], ptxas: str | None) -> list[str]:
+    "Compile (and assemble, with ptxas) each kernel for each architecture, one line per pair; the failures."
+    from numba import cuda
+    failures = []
+    width = max(len(name) for name in kernels)
+    for architecture in ARCHITECTURES:
+        arch = f"sm_{architecture[0]}{architecture[1]}"
+        for device_function in devices:
+            device_function.overloads.clear()  # compile them again, for this architecture
+        with compiling_for(architecture):
+            for name, kernel in kernels.items():
+                started = time.perf_counter()
+                try:
+                    signature = launch_signature(kernel.py_func)
+                    ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=architecture)
+                    assembled = ""
+                    if ptxas:
+                        registers = assemble(ptxas, ptx, architecture)
+                        allocated = -(-max(registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
+                        assembled = (f", {registers:3d} registers/thread "
+                                     f"(blocks up to {min(1024, REGISTERS_PER_BLOCK // (allocated * WARP) * WARP)} threads)")
+                    print(f"ok    {name:{width}}  {arch}  {len(ptx):6d} chars of PTX{assembled}  "
+                          f"{time.perf_counter() - started:5.2f} s", flush=True)
+                except Exception as error:  # every compiler failure is reported, then the run fails
+                    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    failures.append(f"{name} {arch}: {type(error).__name__}: {first_line}")
+                    print(f"FAIL  {name:{width}}  {arch}  {type(error).__name__}: {error}", flush=True)
+    return failures
+
+
+def main() -> int:
+    started = time.perf_counter()
+    if numba.config.ENABLE_CUDASIM:
+        print("cuda-compile: NUMBA_ENABLE_CUDASIM is set; run with NUMBA_ENABLE_CUDASIM=0 to compile for real GPUs")
+        return 1
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    import minitorch
+    from minitorch import cuda_ops
+    cuda_ops.require_cuda = lambda: None  # building the backend needs no GPU: nothing is launched here
+    kernels = module_kernels(minitorch, CUDADispatcher)
+    kernels.update(backend_kernels(minitorch.TensorBackend(minitorch.CudaOps), CUDADispatcher))
+    devices = device_functions(kernels, CUDADispatcher)
+    ptxas = ptxas_path()
+    print(f"cuda-compile: {len(kernels)} kernels (calling {len(devices)} device functions) x "
+          f"{len(ARCHITECTURES)} architectures, numba-cuda {importlib.metadata.version('numba-cuda')}, "
+          f"{'assembled with ' + ptxas if ptxas else 'PTX only (ptxas not found)'}", flush=True)
+    failures = compile_all(kernels, devices, ptxas)
+    elapsed = time.perf_counter() - started
+    compiled = len(kernels) * len(ARCHITECTURES) - len(failures)
+    print(f"cuda-compile: {compiled} of {len(kernels) * len(ARCHITECTURES)} compiled "
+          f"({len(kernels)} kernels, {', '.join(f'sm_{major}{minor}' for major, minor in ARCHITECTURES)}) "
+          f"in {elapsed:.1f} s")
+    for failure in failures:
+        print(f"  failed: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
