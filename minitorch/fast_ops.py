@@ -349,7 +349,7 @@ def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_st
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
     b_packed_size = (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
     b_packed = np.zeros(b_shape[0] * b_packed_size)
-    for b_batch in prange(b_shape[0]):
+    for b_batch in range(b_shape[0]):  # one parallel region per call: each costs a thread wake-up
         pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
                     b_strides[2], b_strides[1], MICRO_COLS)
     panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
