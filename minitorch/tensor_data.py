@@ -63,6 +63,8 @@ PRINT_EDGE = 3
 def checked_shape(shape: Sequence[int]) -> tuple[int, ...]:
     "`shape` as a tuple of ints, or an `IndexingError` if an entry is not a positive integer."
     entries = tuple(shape)
+    if all(type(entry) is int and entry > 0 for entry in entries):  # the common case, checked quickly
+        return entries
     bad = [entry for entry in entries if isinstance(entry, bool) or not isinstance(entry, (int, np.integer))
            or entry < 1]
     if bad:
