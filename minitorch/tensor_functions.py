@@ -352,10 +352,13 @@ class MatMul(Function):
         # END SOLUTION
 
     @staticmethod
-    def backward(ctx: Context, grad_output: "Tensor") -> tuple["Tensor", "Tensor"]:
+    def backward(ctx: Context, grad_output: "Tensor") -> tuple["Tensor | None", "Tensor | None"]:
         # BEGIN SOLUTION 2.4
         a, b = ctx.saved_values
-        return matrix_product(grad_output, _transpose(b)), matrix_product(_transpose(a), grad_output)
+        # An input that tracks no gradient (the data of a batch) gets none: its product would be thrown away.
+        grad_a = matrix_product(grad_output, _transpose(b)) if a.requires_grad else None
+        grad_b = matrix_product(_transpose(a), grad_output) if b.requires_grad else None
+        return grad_a, grad_b
         # END SOLUTION
 
 # %% ../nbs/23_tensor_functions.ipynb #6558cb55
