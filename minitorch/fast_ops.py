@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
            'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_COLS', 'PANEL_ROWS', 'DEPTH_BLOCK',
-           'MICRO_KERNEL_MATH', 'packed_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
+           'SHALLOW_DEPTH', 'MICRO_KERNEL_MATH', 'packed_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
            'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
            'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'micro_kernel',
-           'pack_strips', 'multiply_panel', 'packed_matrix_multiply_kernel', 'FastOps']
+           'pack_strips', 'multiply_panel', 'multiply_shallow', 'packed_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -281,6 +281,8 @@ PANEL_ROWS = 32
 "Rows of `a` one parallel task packs and multiplies by all of `b`."
 DEPTH_BLOCK = 256
 "Inner-dimension steps per pass of the micro-kernel: a strip of each operand (8 KiB) stays in the L1 cache."
+SHALLOW_DEPTH = 16
+"Products with fewer inner-dimension steps than this skip the micro-kernel: a whole output row at a time is faster."
 MICRO_KERNEL_MATH = {"contract", "reassoc"}
 "Fast-math flags of the micro-kernel: fused multiply-adds, and sums the compiler may reorder into SIMD lanes."
 
@@ -342,26 +344,55 @@ def multiply_panel(out_storage: Storage, out_start: int, out_row_stride: int, ou
                         out_storage[position] = total if first_step == 0 else out_storage[position] + total
 
 
+@njit(cache=True)
+def multiply_shallow(out_storage: Storage, out_start: int, out_row_stride: int, out_col_stride: int, rows: int,
+                     cols: int, a_storage: Storage, a_start: int, a_row_stride: int, a_step_stride: int,
+                     b_rows: Storage, depth: int) -> None:
+    "Store `rows` rows of `a` (strided) times row-major `b_rows` (depth x cols) into the output, row by row."
+    totals = np.empty(cols)
+    for row in range(rows):
+        totals[:] = 0.0
+        a_position = a_start + row * a_row_stride
+        for step in range(depth):
+            a_value = a_storage[a_position + step * a_step_stride]
+            b_row = b_rows[step * cols:(step + 1) * cols]
+            for col in range(cols):
+                totals[col] += a_value * b_row[col]
+        out_position = out_start + row * out_row_stride
+        for col in range(cols):
+            out_storage[out_position + col * out_col_stride] = totals[col]
+
+
 def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
                                   a_storage: Storage, a_shape: Shape, a_strides: Strides,
                                   b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: packed operands, 4 x 4 micro-kernel."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
-    b_packed_size = (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
+    shallow = depth < SHALLOW_DEPTH
+    b_packed_size = depth * cols if shallow else (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
     b_packed = np.zeros(b_shape[0] * b_packed_size)
     for b_batch in range(b_shape[0]):  # one parallel region per call: each costs a thread wake-up
-        pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
-                    b_strides[2], b_strides[1], MICRO_COLS)
+        if shallow:  # row-major: strips of one row
+            pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], depth, cols,
+                        b_strides[1], b_strides[2], 1)
+        else:
+            pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
+                        b_strides[2], b_strides[1], MICRO_COLS)
     panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * PANEL_ROWS
         panel_rows = min(PANEL_ROWS, rows - first_row)
-        a_packed = np.zeros(PANEL_ROWS * depth)
         a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
-        pack_strips(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2], MICRO_ROWS)
-        b_batch = batch if b_shape[0] > 1 else 0
-        multiply_panel(out_storage, batch * out_strides[0] + first_row * out_strides[1], out_strides[1],
-                       out_strides[2], panel_rows, cols, a_packed, b_packed[b_batch * b_packed_size:], depth)
+        b_panel = b_packed[(batch if b_shape[0] > 1 else 0) * b_packed_size:]
+        out_start = batch * out_strides[0] + first_row * out_strides[1]
+        if shallow:
+            multiply_shallow(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols,
+                             a_storage, a_start, a_strides[1], a_strides[2], b_panel, depth)
+        else:
+            a_packed = np.zeros(PANEL_ROWS * depth)
+            pack_strips(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2], MICRO_ROWS)
+            multiply_panel(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols, a_packed,
+                           b_panel, depth)
 
 
 packed_matrix_multiply = njit(parallel=True, cache=True)(packed_matrix_multiply_kernel)
