@@ -8,7 +8,7 @@ __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS'
            'SHALLOW_DEPTH', 'MICRO_KERNEL_MATH', 'packed_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
            'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
            'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'micro_kernel',
-           'pack_strips', 'multiply_panel', 'multiply_shallow', 'packed_matrix_multiply_kernel', 'FastOps']
+           'pack_lines', 'multiply_panel', 'multiply_shallow', 'packed_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -288,14 +288,17 @@ MICRO_KERNEL_MATH = {"contract", "reassoc"}
 
 
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
-def micro_kernel(a_strip: Storage, b_strip: Storage, depth: int, block: Storage) -> None:
-    "Store in `block` (row-major 4 x 4) the product of `depth` steps of a packed strip of `a` and one of `b`."
+def micro_kernel(a_strip: Storage, b_strip: Storage, depth: int, line_stride: int, block: Storage) -> None:
+    "Store in `block` (row-major 4 x 4) the product of `depth` steps of 4 packed lines of `a` and 4 of `b`."
+    a_line0, a_line1, a_line2, a_line3 = (a_strip, a_strip[line_stride:], a_strip[2 * line_stride:],
+                                          a_strip[3 * line_stride:])
+    b_line0, b_line1, b_line2, b_line3 = (b_strip, b_strip[line_stride:], b_strip[2 * line_stride:],
+                                          b_strip[3 * line_stride:])
     c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = 0.0
     c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0
     for step in range(depth):
-        at = 4 * step
-        b0, b1, b2, b3 = b_strip[at], b_strip[at + 1], b_strip[at + 2], b_strip[at + 3]
-        a0, a1, a2, a3 = a_strip[at], a_strip[at + 1], a_strip[at + 2], a_strip[at + 3]
+        a0, a1, a2, a3 = a_line0[step], a_line1[step], a_line2[step], a_line3[step]
+        b0, b1, b2, b3 = b_line0[step], b_line1[step], b_line2[step], b_line3[step]
         c00 += a0 * b0; c01 += a0 * b1; c02 += a0 * b2; c03 += a0 * b3
         c10 += a1 * b0; c11 += a1 * b1; c12 += a1 * b2; c13 += a1 * b3
         c20 += a2 * b0; c21 += a2 * b1; c22 += a2 * b2; c23 += a2 * b3
@@ -307,20 +310,19 @@ def micro_kernel(a_strip: Storage, b_strip: Storage, depth: int, block: Storage)
 
 
 @njit(cache=True)
-def pack_strips(packed: Storage, storage: Storage, start: int, lines: int, depth: int,
-                line_stride: int, depth_stride: int, strip: int) -> None:
-    "Copy a `lines` x `depth` strided matrix into strips of `strip` lines, each stored step by step."
+def pack_lines(packed: Storage, storage: Storage, start: int, lines: int, depth: int,
+               line_stride: int, depth_stride: int) -> None:
+    "Copy a `lines` x `depth` strided matrix into `packed`, row-major: each line's `depth` values contiguous."
     if depth_stride <= line_stride:
         for line in range(lines):
-            at = (line // strip) * depth * strip + line % strip
             position = start + line * line_stride
             for step in range(depth):
-                packed[at + step * strip] = storage[position + step * depth_stride]
+                packed[line * depth + step] = storage[position + step * depth_stride]
     else:
         for step in range(depth):
             position = start + step * depth_stride
             for line in range(lines):
-                packed[(line // strip) * depth * strip + step * strip + line % strip] = storage[position + line * line_stride]
+                packed[line * depth + step] = storage[position + line * line_stride]
 
 
 @njit(cache=True)
@@ -332,10 +334,10 @@ def multiply_panel(out_storage: Storage, out_start: int, out_row_stride: int, ou
     for first_step in range(0, depth, DEPTH_BLOCK):
         block_depth = min(DEPTH_BLOCK, depth - first_step)
         for col_strip in range(col_strips):
-            b_strip = b_packed[(col_strip * depth + first_step) * MICRO_COLS:]
+            b_strip = b_packed[col_strip * MICRO_COLS * depth + first_step:]
             block_cols = min(MICRO_COLS, cols - col_strip * MICRO_COLS)
             for row_strip in range(row_strips):
-                micro_kernel(a_packed[(row_strip * depth + first_step) * MICRO_ROWS:], b_strip, block_depth, block)
+                micro_kernel(a_packed[row_strip * MICRO_ROWS * depth + first_step:], b_strip, block_depth, depth, block)
                 block_start = out_start + row_strip * MICRO_ROWS * out_row_stride + col_strip * MICRO_COLS * out_col_stride
                 for row in range(min(MICRO_ROWS, rows - row_strip * MICRO_ROWS)):
                     for col in range(block_cols):
@@ -372,12 +374,12 @@ def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_st
     b_packed_size = depth * cols if shallow else (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
     b_packed = np.zeros(b_shape[0] * b_packed_size)
     for b_batch in range(b_shape[0]):  # one parallel region per call: each costs a thread wake-up
-        if shallow:  # row-major: strips of one row
-            pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], depth, cols,
-                        b_strides[1], b_strides[2], 1)
-        else:
-            pack_strips(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
-                        b_strides[2], b_strides[1], MICRO_COLS)
+        if shallow:  # b row by row
+            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], depth, cols,
+                       b_strides[1], b_strides[2])
+        else:  # b column by column, padded with zero columns to whole strips
+            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
+                       b_strides[2], b_strides[1])
     panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * PANEL_ROWS
@@ -390,7 +392,7 @@ def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_st
                              a_storage, a_start, a_strides[1], a_strides[2], b_panel, depth)
         else:
             a_packed = np.zeros(PANEL_ROWS * depth)
-            pack_strips(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2], MICRO_ROWS)
+            pack_lines(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2])
             multiply_panel(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols, a_packed,
                            b_panel, depth)
 
