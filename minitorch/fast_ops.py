@@ -4,12 +4,15 @@
 
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
-           'COLUMN_BLOCK', 'tensor_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
-           'same_contiguous_layout', 'chunk_bounds', 'use_threads', 'tensor_map', 'tensor_zip', 'reduce_lane',
-           'tensor_reduce', 'matrix_multiply_kernel', 'FastOps']
+           'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_COLS', 'PANEL_ROWS', 'DEPTH_BLOCK',
+           'SHALLOW_DEPTH', 'MICRO_KERNEL_MATH', 'packed_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
+           'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
+           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'micro_kernel',
+           'pack_lines', 'multiply_panel', 'multiply_shallow', 'packed_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
+import types
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -64,6 +67,12 @@ def same_contiguous_layout(out_shape: Shape, out_strides: Strides, in_shape: Sha
 
 
 @njit(inline="always")
+def last_step(shape: Shape, strides: Strides) -> int:
+    "How far one step along the output's last dim moves in a tensor broadcast to it (0 if that dim broadcasts)."
+    return strides[len(shape) - 1] if shape[len(shape) - 1] > 1 else 0
+
+
+@njit(inline="always")
 def chunk_bounds(chunk: int, chunks: int, size: int) -> tuple[int, int]:
     "The first and one-past-last ordinal of chunk `chunk` when `size` ordinals are cut into `chunks`."
     return chunk * size // chunks, (chunk + 1) * size // chunks
@@ -76,6 +85,26 @@ PARALLEL_WORK = 2**20
 def use_threads(work: int) -> None:
     "Let the next kernel run on every Numba thread if `work` element operations are worth it, else on one."
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if work >= PARALLEL_WORK else 1)
+
+
+@functools.cache
+def single_threaded(kernel: Callable[..., None]) -> Callable[..., None]:
+    "`kernel`'s Python source compiled without `parallel=True`: its `prange` loops become plain loops."
+    source = kernel.py_func
+    twin = types.FunctionType(source.__code__, source.__globals__, source.__name__, source.__defaults__,
+                              source.__closure__)
+    # Numba's disk cache is keyed by name, not by `parallel`: without a name of its own, the twin would load
+    # the parallel machine code (or overwrite it).
+    twin.__qualname__ = f"{source.__qualname__}_single_threaded"
+    return njit(cache=True)(twin)
+
+
+def kernel_for(kernel: Callable[..., None], work: int) -> Callable[..., None]:
+    "`kernel` on every thread if `work` element operations are worth it, else its single-threaded twin."
+    if work >= PARALLEL_WORK:
+        use_threads(work)
+        return kernel
+    return single_threaded(kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #517efd39
 @functools.cache
@@ -91,16 +120,21 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
             for position in prange(size):
                 out_storage[position] = fn(in_storage[position])
         else:
-            chunks = min(size, PARALLEL_CHUNKS)
+            length = out_shape[len(out_shape) - 1]
+            lines = size // length
+            out_step, in_step = out_strides[len(out_shape) - 1], last_step(in_shape, in_strides)
+            chunks = min(lines, PARALLEL_CHUNKS)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 in_index = np.empty(len(in_shape), dtype=np.int64)
-                first, stop = chunk_bounds(chunk, chunks, size)
-                for ordinal in range(first, stop):
-                    to_index(ordinal, out_shape, out_index)
+                first, stop = chunk_bounds(chunk, chunks, lines)
+                for line in range(first, stop):
+                    to_index(line * length, out_shape, out_index)
                     broadcast_index(out_index, out_shape, in_shape, in_index)
-                    value = in_storage[index_to_position(in_index, in_strides)]
-                    out_storage[index_to_position(out_index, out_strides)] = fn(value)
+                    out_position = index_to_position(out_index, out_strides)
+                    in_position = index_to_position(in_index, in_strides)
+                    for step in range(length):
+                        out_storage[out_position + step * out_step] = fn(in_storage[in_position + step * in_step])
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(map_kernel)
@@ -121,19 +155,26 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
             for position in prange(size):
                 out_storage[position] = fn(a_storage[position], b_storage[position])
         else:
-            chunks = min(size, PARALLEL_CHUNKS)
+            length = out_shape[len(out_shape) - 1]
+            lines = size // length
+            out_step = out_strides[len(out_shape) - 1]
+            a_step, b_step = last_step(a_shape, a_strides), last_step(b_shape, b_strides)
+            chunks = min(lines, PARALLEL_CHUNKS)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 a_index = np.empty(len(a_shape), dtype=np.int64)
                 b_index = np.empty(len(b_shape), dtype=np.int64)
-                first, stop = chunk_bounds(chunk, chunks, size)
-                for ordinal in range(first, stop):
-                    to_index(ordinal, out_shape, out_index)
+                first, stop = chunk_bounds(chunk, chunks, lines)
+                for line in range(first, stop):
+                    to_index(line * length, out_shape, out_index)
                     broadcast_index(out_index, out_shape, a_shape, a_index)
                     broadcast_index(out_index, out_shape, b_shape, b_index)
-                    a_value = a_storage[index_to_position(a_index, a_strides)]
-                    b_value = b_storage[index_to_position(b_index, b_strides)]
-                    out_storage[index_to_position(out_index, out_strides)] = fn(a_value, b_value)
+                    out_position = index_to_position(out_index, out_strides)
+                    a_position = index_to_position(a_index, a_strides)
+                    b_position = index_to_position(b_index, b_strides)
+                    for step in range(length):
+                        out_storage[out_position + step * out_step] = fn(a_storage[a_position + step * a_step],
+                                                                         b_storage[b_position + step * b_step])
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(zip_kernel)
@@ -231,6 +272,133 @@ def matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: 
 
 tensor_matrix_multiply = njit(parallel=True, cache=True)(matrix_multiply_kernel)
 
+# %% ../nbs/30_fast_ops.ipynb #5e51de5b
+MICRO_ROWS = 4
+"Output rows of one micro-kernel block; `a` is packed in strips of this many rows."
+MICRO_COLS = 4
+"Output columns of one micro-kernel block; `b` is packed in strips of this many columns."
+PANEL_ROWS = 32
+"Rows of `a` one parallel task packs and multiplies by all of `b`."
+DEPTH_BLOCK = 256
+"Inner-dimension steps per pass of the micro-kernel: a strip of each operand (8 KiB) stays in the L1 cache."
+SHALLOW_DEPTH = 16
+"Products with fewer inner-dimension steps than this skip the micro-kernel: a whole output row at a time is faster."
+MICRO_KERNEL_MATH = {"contract", "reassoc"}
+"Fast-math flags of the micro-kernel: fused multiply-adds, and sums the compiler may reorder into SIMD lanes."
+
+
+@njit(fastmath=MICRO_KERNEL_MATH, cache=True)
+def micro_kernel(a_strip: Storage, b_strip: Storage, depth: int, line_stride: int, block: Storage) -> None:
+    "Store in `block` (row-major 4 x 4) the product of `depth` steps of 4 packed lines of `a` and 4 of `b`."
+    a_line0, a_line1, a_line2, a_line3 = (a_strip, a_strip[line_stride:], a_strip[2 * line_stride:],
+                                          a_strip[3 * line_stride:])
+    b_line0, b_line1, b_line2, b_line3 = (b_strip, b_strip[line_stride:], b_strip[2 * line_stride:],
+                                          b_strip[3 * line_stride:])
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = 0.0
+    c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0
+    for step in range(depth):
+        a0, a1, a2, a3 = a_line0[step], a_line1[step], a_line2[step], a_line3[step]
+        b0, b1, b2, b3 = b_line0[step], b_line1[step], b_line2[step], b_line3[step]
+        c00 += a0 * b0; c01 += a0 * b1; c02 += a0 * b2; c03 += a0 * b3
+        c10 += a1 * b0; c11 += a1 * b1; c12 += a1 * b2; c13 += a1 * b3
+        c20 += a2 * b0; c21 += a2 * b1; c22 += a2 * b2; c23 += a2 * b3
+        c30 += a3 * b0; c31 += a3 * b1; c32 += a3 * b2; c33 += a3 * b3
+    block[0], block[1], block[2], block[3] = c00, c01, c02, c03
+    block[4], block[5], block[6], block[7] = c10, c11, c12, c13
+    block[8], block[9], block[10], block[11] = c20, c21, c22, c23
+    block[12], block[13], block[14], block[15] = c30, c31, c32, c33
+
+
+@njit(cache=True)
+def pack_lines(packed: Storage, storage: Storage, start: int, lines: int, depth: int,
+               line_stride: int, depth_stride: int) -> None:
+    "Copy a `lines` x `depth` strided matrix into `packed`, row-major: each line's `depth` values contiguous."
+    if depth_stride <= line_stride:
+        for line in range(lines):
+            position = start + line * line_stride
+            for step in range(depth):
+                packed[line * depth + step] = storage[position + step * depth_stride]
+    else:
+        for step in range(depth):
+            position = start + step * depth_stride
+            for line in range(lines):
+                packed[line * depth + step] = storage[position + line * line_stride]
+
+
+@njit(cache=True)
+def multiply_panel(out_storage: Storage, out_start: int, out_row_stride: int, out_col_stride: int,
+                   rows: int, cols: int, a_packed: Storage, b_packed: Storage, depth: int) -> None:
+    "Store the product of a packed panel of `rows` rows of `a` and packed `b` (`cols` columns) into the output."
+    row_strips, col_strips = (rows + MICRO_ROWS - 1) // MICRO_ROWS, (cols + MICRO_COLS - 1) // MICRO_COLS
+    block = np.empty(MICRO_ROWS * MICRO_COLS)
+    for first_step in range(0, depth, DEPTH_BLOCK):
+        block_depth = min(DEPTH_BLOCK, depth - first_step)
+        for col_strip in range(col_strips):
+            b_strip = b_packed[col_strip * MICRO_COLS * depth + first_step:]
+            block_cols = min(MICRO_COLS, cols - col_strip * MICRO_COLS)
+            for row_strip in range(row_strips):
+                micro_kernel(a_packed[row_strip * MICRO_ROWS * depth + first_step:], b_strip, block_depth, depth, block)
+                block_start = out_start + row_strip * MICRO_ROWS * out_row_stride + col_strip * MICRO_COLS * out_col_stride
+                for row in range(min(MICRO_ROWS, rows - row_strip * MICRO_ROWS)):
+                    for col in range(block_cols):
+                        position = block_start + row * out_row_stride + col * out_col_stride
+                        total = block[row * MICRO_COLS + col]
+                        out_storage[position] = total if first_step == 0 else out_storage[position] + total
+
+
+@njit(cache=True)
+def multiply_shallow(out_storage: Storage, out_start: int, out_row_stride: int, out_col_stride: int, rows: int,
+                     cols: int, a_storage: Storage, a_start: int, a_row_stride: int, a_step_stride: int,
+                     b_rows: Storage, depth: int) -> None:
+    "Store `rows` rows of `a` (strided) times row-major `b_rows` (depth x cols) into the output, row by row."
+    totals = np.empty(cols)
+    for row in range(rows):
+        totals[:] = 0.0
+        a_position = a_start + row * a_row_stride
+        for step in range(depth):
+            a_value = a_storage[a_position + step * a_step_stride]
+            b_row = b_rows[step * cols:(step + 1) * cols]
+            for col in range(cols):
+                totals[col] += a_value * b_row[col]
+        out_position = out_start + row * out_row_stride
+        for col in range(cols):
+            out_storage[out_position + col * out_col_stride] = totals[col]
+
+
+def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                                  a_storage: Storage, a_shape: Shape, a_strides: Strides,
+                                  b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
+    "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: packed operands, 4 x 4 micro-kernel."
+    rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
+    shallow = depth < SHALLOW_DEPTH
+    b_packed_size = depth * cols if shallow else (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
+    b_packed = np.zeros(b_shape[0] * b_packed_size)
+    for b_batch in range(b_shape[0]):  # one parallel region per call: each costs a thread wake-up
+        if shallow:  # b row by row
+            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], depth, cols,
+                       b_strides[1], b_strides[2])
+        else:  # b column by column, padded with zero columns to whole strips
+            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
+                       b_strides[2], b_strides[1])
+    panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
+    for task in prange(out_shape[0] * panels):
+        batch, first_row = task // panels, (task % panels) * PANEL_ROWS
+        panel_rows = min(PANEL_ROWS, rows - first_row)
+        a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
+        b_panel = b_packed[(batch if b_shape[0] > 1 else 0) * b_packed_size:]
+        out_start = batch * out_strides[0] + first_row * out_strides[1]
+        if shallow:
+            multiply_shallow(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols,
+                             a_storage, a_start, a_strides[1], a_strides[2], b_panel, depth)
+        else:
+            a_packed = np.zeros(PANEL_ROWS * depth)
+            pack_lines(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2])
+            multiply_panel(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols, a_packed,
+                           b_panel, depth)
+
+
+packed_matrix_multiply = njit(parallel=True, cache=True)(packed_matrix_multiply_kernel)
+
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
 class FastOps(TensorOps):
     "The tensor backend of Numba-compiled parallel kernels: chapter 2's checks, compiled loops."
@@ -241,8 +409,7 @@ class FastOps(TensorOps):
 
         def apply(a: "Tensor", out: "Tensor | None" = None) -> "Tensor":
             out = map_output(a, out)
-            use_threads(out.size)
-            kernel(*out.tuple(), *a.tuple())
+            kernel_for(kernel, out.size)(*out.tuple(), *a.tuple())
             return out
 
         return apply
@@ -253,8 +420,7 @@ class FastOps(TensorOps):
 
         def apply(a: "Tensor", b: "Tensor") -> "Tensor":
             out = zip_output(a, b)
-            use_threads(out.size)
-            kernel(*out.tuple(), *a.tuple(), *b.tuple())
+            kernel_for(kernel, out.size)(*out.tuple(), *a.tuple(), *b.tuple())
             return out
 
         return apply
@@ -265,8 +431,7 @@ class FastOps(TensorOps):
 
         def apply(a: "Tensor", dim: int) -> "Tensor":
             out = reduce_output(a, dim, start)
-            use_threads(a.size)
-            kernel(*out.tuple(), *a.tuple(), dim)
+            kernel_for(kernel, a.size)(*out.tuple(), *a.tuple(), dim)
             return out
 
         return apply
@@ -274,8 +439,7 @@ class FastOps(TensorOps):
     @staticmethod
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
-        use_threads(out.size * a.shape[2])
-        tensor_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
+        kernel_for(packed_matrix_multiply, out.size * a.shape[2])(*out.tuple(), *a.tuple(), *b.tuple())
         return out
 
 

@@ -7,6 +7,7 @@ __all__ = ['Tensor', 'nested_shape', 'tensor', 'zeros', 'ones', 'rand']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
+import math
 import numbers
 from typing import Any, Iterable, Sequence
 
@@ -317,20 +318,20 @@ def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: boo
 def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
     "A tensor of `shape` filled with 0.0."
     shape = _as_shape(shape)
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     storage = backend.ops.device_zeros(size) if backend.cuda else np.zeros(size)
-    return Tensor(TensorData(storage, shape), backend=backend).requires_grad_(requires_grad)
+    return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
 def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
     "A tensor of `shape` filled with 1.0."
     shape = _as_shape(shape)
-    return Tensor(TensorData(np.ones(int(np.prod(shape))), shape), backend=backend).requires_grad_(requires_grad)
+    return Tensor(TensorData(np.ones(math.prod(shape)), shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
 def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
          seed: int | None = None) -> Tensor:
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
     shape = _as_shape(shape)
-    values = np.random.default_rng(seed).random(int(np.prod(shape)))
-    return Tensor(TensorData(values, shape), backend=backend).requires_grad_(requires_grad)
+    values = np.random.default_rng(seed).random(math.prod(shape))
+    return Tensor(TensorData(values, shape, validate=False), backend=backend).requires_grad_(requires_grad)

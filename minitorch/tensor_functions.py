@@ -299,7 +299,8 @@ class View(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
         (shape,) = ctx.saved_values
-        return grad_output._new(TensorData(grad_output.backend.id_map(grad_output)._tensor._storage, shape))
+        return grad_output._new(TensorData(grad_output.backend.id_map(grad_output)._tensor._storage, shape,
+                                           validate=False))
 
 
 class Copy(Function):
@@ -318,7 +319,7 @@ def _as_batch(a: "Tensor") -> "Tensor":
     "`a` as a 3-D tensor: a 2-D matrix becomes a batch of one (a view)."
     if a.dims == 3:
         return a
-    return a._new(TensorData(a._tensor._storage, (1, *a.shape), (0, *a._tensor.strides)))
+    return a._new(TensorData(a._tensor._storage, (1, *a.shape), (0, *a._tensor.strides), validate=False))
 
 
 def _transpose(a: "Tensor") -> "Tensor":
@@ -336,7 +337,7 @@ def matrix_product(a: "Tensor", b: "Tensor") -> "Tensor":
                             f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
     out = a.backend.matrix_multiply(_as_batch(a), _as_batch(b))
     if a.dims == 2 and b.dims == 2:
-        return out._new(TensorData(out._tensor._storage, out.shape[1:]))
+        return out._new(TensorData(out._tensor._storage, out.shape[1:], validate=False))
     return out
 
 
@@ -351,10 +352,13 @@ class MatMul(Function):
         # END SOLUTION
 
     @staticmethod
-    def backward(ctx: Context, grad_output: "Tensor") -> tuple["Tensor", "Tensor"]:
+    def backward(ctx: Context, grad_output: "Tensor") -> tuple["Tensor | None", "Tensor | None"]:
         # BEGIN SOLUTION 2.4
         a, b = ctx.saved_values
-        return matrix_product(grad_output, _transpose(b)), matrix_product(_transpose(a), grad_output)
+        # An input that tracks no gradient (the data of a batch) gets none: its product would be thrown away.
+        grad_a = matrix_product(grad_output, _transpose(b)) if a.requires_grad else None
+        grad_b = matrix_product(_transpose(a), grad_output) if b.requires_grad else None
+        return grad_a, grad_b
         # END SOLUTION
 
 # %% ../nbs/23_tensor_functions.ipynb #6558cb55

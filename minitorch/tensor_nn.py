@@ -14,16 +14,19 @@ from .datasets import Graph
 from .module import Module, Parameter
 from .optim import SGD
 from .tensor import Tensor, rand, tensor
+from .tensor_ops import SimpleBackend, TensorBackend
 
 # %% ../nbs/24_tensor_train.ipynb #a4a9a24c
 class Linear(Module):
     "A fully connected layer on a batch: `out = inputs @ weight + bias`, inputs of shape (N, in_size)."
 
-    def __init__(self, in_size: int, out_size: int, seed: int = 0):
+    def __init__(self, in_size: int, out_size: int, seed: int = 0, backend: TensorBackend = SimpleBackend):
         super().__init__()
         scale = 1.0 / math.sqrt(in_size)
-        self.weight = self.add_parameter("weight", (rand((in_size, out_size), seed=seed) - 0.5) * (2 * scale))
-        self.bias = self.add_parameter("bias", (rand((out_size,), seed=seed + 1) - 0.5) * (2 * scale))
+        weight = rand((in_size, out_size), backend=backend, seed=seed)
+        bias = rand((out_size,), backend=backend, seed=seed + 1)
+        self.weight = self.add_parameter("weight", (weight - 0.5) * (2 * scale))
+        self.bias = self.add_parameter("bias", (bias - 0.5) * (2 * scale))
 
     def forward(self, inputs: Tensor) -> Tensor:
         "The outputs for a batch, shape (N, out_size)."

@@ -27,3 +27,17 @@ def test_training_reduces_the_loss_on_xor():
     before = bce_loss(model(points), labels).item()
     losses = train(model, data, epochs=40, lr=1.0, progress=False)
     assert losses[0] == pytest.approx(before) and losses[-1] < 0.85 * before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_linear_puts_its_parameters_on_the_backend_it_is_given(backend):
+    layer = Linear(3, 4, seed=2, backend=backend)
+    reference = Linear(3, 4, seed=2)
+    for (name, parameter), (_, expected) in zip(layer.named_parameters(), reference.named_parameters()):
+        assert parameter.value.backend is backend, name
+        np.testing.assert_array_equal(parameter.value.to_numpy(), expected.value.to_numpy())
+    inputs = tensor(np.random.default_rng(1).normal(size=(5, 3)), backend=backend)
+    out = layer(inputs)
+    assert out.backend is backend
+    out.sum().backward()
+    assert layer.weight.value.grad.shape == (3, 4) and inputs.grad is None
