@@ -19,9 +19,10 @@ from .tensor_data import TensorData
 from .tensor_functions import Function
 
 # %% ../nbs/40_conv.ipynb #8c9c64e4
-def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
-    "How many positions a window of width `kernel` takes along `size` values padded by `padding` on each side."
-    return (size + 2 * padding - kernel) // stride + 1
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, padding_end: int | None = None) -> int:
+    "How many windows of width `kernel` fit in `size` values padded by `padding` before, `padding_end` after."
+    end = padding if padding_end is None else padding_end
+    return (size + padding + end - kernel) // stride + 1
 
 # %% ../nbs/40_conv.ipynb #87086a06
 def as_array(a: Tensor) -> np.ndarray:
@@ -99,10 +100,20 @@ def conv1d_backward_weight_kernel(grad_weight: np.ndarray, grad_out: np.ndarray,
 class Conv1dFun(Function):
     "1-D convolution of an (N, C_in, W) input with a (C_out, C_in, K) weight, plus a (C_out,) bias."
 
+    @classmethod
+    def apply(cls, input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,
+              padding: int | None = None) -> Tensor:
+        "Check the arguments and convolve; with no `padding`, as the classic course: as wide as the input."
+        start, end = (0, weight.shape[-1] - 1) if padding is None else (padding, padding)
+        check_conv(input, weight, bias, (stride,), (start,), (end,))
+        bias = weight.zeros((weight.shape[0],)) if bias is None else bias
+        return super().apply(input, weight, bias, stride=stride, padding=start, padding_end=end)
+
     @staticmethod
-    def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor, stride: int, padding: int) -> Tensor:
+    def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor, stride: int, padding: int,
+                padding_end: int) -> Tensor:
         input_values, weight_values = as_array(input), as_array(weight)
-        out_width = conv_output_size(input.shape[2], weight.shape[2], stride, padding)
+        out_width = conv_output_size(input.shape[2], weight.shape[2], stride, padding, padding_end)
         out = np.zeros((input.shape[0], weight.shape[0], out_width))
         conv1d_forward_kernel(out, input_values, weight_values, as_array(bias), stride, padding)
         ctx.save_for_backward(input_values, weight_values, stride, padding)
@@ -201,12 +212,25 @@ def conv2d_backward_weight_kernel(grad_weight: np.ndarray, grad_out: np.ndarray,
 class Conv2dFun(Function):
     "2-D convolution of an (N, C_in, H, W) input with a (C_out, C_in, KH, KW) weight, plus a (C_out,) bias."
 
+    @classmethod
+    def apply(cls, input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
+              padding: int | Sequence[int] | None = None) -> Tensor:
+        "Check the arguments and convolve; with no `padding`, as the classic course: as large as the input."
+        stride = as_pair(stride, "stride")
+        if padding is None:
+            start, end = (0, 0), tuple(kernel - 1 for kernel in weight.shape[-2:])
+        else:
+            start = end = as_pair(padding, "padding")
+        check_conv(input, weight, bias, stride, start, end)
+        bias = weight.zeros((weight.shape[0],)) if bias is None else bias
+        return super().apply(input, weight, bias, stride=stride, padding=start, padding_end=end)
+
     @staticmethod
     def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor, stride: tuple[int, int],
-                padding: tuple[int, int]) -> Tensor:
+                padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
         input_values, weight_values = as_array(input), as_array(weight)
-        out_height, out_width = (conv_output_size(input.shape[dim], weight.shape[dim], stride[dim - 2], padding[dim - 2])
-                                 for dim in (2, 3))
+        out_height, out_width = (conv_output_size(input.shape[dim], weight.shape[dim], stride[dim - 2],
+                                                  padding[dim - 2], padding_end[dim - 2]) for dim in (2, 3))
         out = np.zeros((input.shape[0], weight.shape[0], out_height, out_width))
         conv2d_forward_kernel(out, input_values, weight_values, as_array(bias), *stride, *padding)
         ctx.save_for_backward(input_values, weight_values, stride, padding)
@@ -232,7 +256,7 @@ def as_pair(value: int | Sequence[int], name: str) -> tuple[int, int]:
 
 
 def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...],
-               padding: tuple[int, ...]) -> None:
+               padding: tuple[int, ...], padding_end: tuple[int, ...] | None = None) -> None:
     "Raise a ValueError naming the values unless the arguments of a convolution fit together."
     name, dims = f"conv{len(stride)}d", len(stride) + 2
     if input.dims != dims or weight.dims != dims:
@@ -247,23 +271,20 @@ def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple
     if min(stride) < 1 or min(padding) < 0:
         raise ValueError(f"{name}: stride must be at least 1 and padding at least 0, got stride {stride}, "
                          f"padding {padding}")
-    padded = tuple(size + 2 * pad for size, pad in zip(input.shape[2:], padding))
+    ends = padding if padding_end is None else padding_end
+    padded = tuple(size + pad + end for size, pad, end in zip(input.shape[2:], padding, ends))
     if any(kernel > size for kernel, size in zip(weight.shape[2:], padded)):
+        padding_text = f"{padding}" if ends == padding else f"{padding} before and {ends} after"
         raise ValueError(f"{name}: the kernel {weight.shape[2:]} is larger than the input {input.shape[2:]} "
-                         f"padded by {padding} ({padded})")
+                         f"padded by {padding_text} ({padded})")
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0) -> Tensor:
     "The 1-D convolution of an (N, C_in, W) input with a (C_out, C_in, K) weight, as PyTorch's `conv1d`."
-    check_conv(input, weight, bias, (stride,), (padding,))
-    bias = weight.zeros((weight.shape[0],)) if bias is None else bias
     return Conv1dFun.apply(input, weight, bias, stride=stride, padding=padding)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0) -> Tensor:
     "The 2-D convolution of an (N, C_in, H, W) input with a (C_out, C_in, KH, KW) weight, as PyTorch's `conv2d`."
-    stride, padding = as_pair(stride, "stride"), as_pair(padding, "padding")
-    check_conv(input, weight, bias, stride, padding)
-    bias = weight.zeros((weight.shape[0],)) if bias is None else bias
     return Conv2dFun.apply(input, weight, bias, stride=stride, padding=padding)

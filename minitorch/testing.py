@@ -76,6 +76,17 @@ class MathTest:
     @staticmethod
     def mean_full_red(values): return operators.sum(values) / len(values)
 
+    @classmethod
+    def _tests(cls) -> tuple[list[tuple[str, Callable[..., Any]]], ...]:
+        "The classic course's entry point: `(name, fn)` lists of one-argument, two-argument and reduction functions."
+        return tuple([(name, getattr(cls, name)) for name in names]
+                     for names in (cls.one_arg, cls.two_arg, cls.reductions))
+
+    @classmethod
+    def _comp_testing(cls) -> tuple[list[tuple[str, Callable[..., float], Callable[..., Any]]], ...]:
+        "The classic course's entry point: `(name, reference, fn)` triples, this class's `fn` beside `MathTest`'s."
+        return tuple([(name, getattr(MathTest, name), fn) for name, fn in group] for group in cls._tests())
+
 # %% ../nbs/03_testing.ipynb #ad80c9b4
 class MathTestVariable(MathTest):
     "The catalogue on variables (`Scalar`, `Tensor`), written with operators and methods."
