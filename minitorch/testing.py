@@ -20,10 +20,11 @@ class MathTest:
     two_arg = ("add2", "sub2", "mul2", "div2", "lt2", "gt2", "eq2")
     reductions = ("sum_red", "mean_red", "mean_full_red")
     comparisons = ("lt2", "gt2", "eq2")
-    relu_shift, composite_shift = 5.17, 1.3
-    "How far left of 0 the catalogue's `relu` and `composite` bend."
-    # Hypothesis draws the literal numbers it finds in the package under test: written as negated names, the
-    # kinks are not handed to tests that do not skip them (the classic course's tests do not).
+    relu_shift, composite_shift, comparison_shift = 5.17, 1.3, 6 / 5
+    "How far left of 0 `relu` and `composite` bend, and how far apart `lt2` and `gt2` put their step."
+    # Hypothesis draws the literal numbers it finds in the package under test. Kinks written as negated names,
+    # and a step at 6 / 5 rather than a literal 1.2, are not handed to tests that do not skip them (the classic
+    # course's tests do not): (1.2, 0.0) would sit exactly on the step of `lt2`.
     kinks = {"relu": (-relu_shift,), "composite": (-composite_shift,)}
     "Inputs where a function's derivative jumps: central differences are wrong there."
 
@@ -67,9 +68,9 @@ class MathTest:
     @staticmethod
     def div2(a, b): return operators.mul(a, operators.inv(operators.add(b, 101.0)))
     @staticmethod
-    def lt2(a, b): return operators.lt(a, operators.add(b, 1.2))
+    def lt2(a, b): return operators.lt(a, operators.add(b, MathTest.comparison_shift))
     @staticmethod
-    def gt2(a, b): return operators.lt(operators.add(b, 1.2), a)
+    def gt2(a, b): return operators.lt(operators.add(b, MathTest.comparison_shift), a)
     @staticmethod
     def eq2(a, b): return operators.eq(a, b)
 
@@ -133,9 +134,9 @@ class MathTestVariable(MathTest):
     @staticmethod
     def div2(a, b): return a / (b + 101.0)
     @staticmethod
-    def lt2(a, b): return a < b + 1.2
+    def lt2(a, b): return a < b + MathTest.comparison_shift
     @staticmethod
-    def gt2(a, b): return a > b + 1.2
+    def gt2(a, b): return a > b + MathTest.comparison_shift
     @staticmethod
     def eq2(a, b): return a == b
 
