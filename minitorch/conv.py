@@ -22,9 +22,10 @@ from .tensor_data import TensorData
 from .tensor_functions import Function
 
 # %% ../nbs/40_conv.ipynb #8c9c64e4
-def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
-    "How many positions a window of width `kernel` takes along `size` values padded by `padding` on each side."
-    return (size + 2 * padding - kernel) // stride + 1
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, padding_end: int | None = None) -> int:
+    "How many windows of width `kernel` fit in `size` values padded by `padding` before, `padding_end` after."
+    end = padding if padding_end is None else padding_end
+    return (size + padding + end - kernel) // stride + 1
 
 # %% ../nbs/40_conv.ipynb #87086a06
 def as_array(a: Tensor) -> np.ndarray:
@@ -238,29 +239,30 @@ def fast_conv2d_backward_weight_kernel(grad_weight: np.ndarray, grad_out: np.nda
                 grad_weight[out_channel, in_channel, tap_y, tap_x] = total
 
 # %% ../nbs/40_conv.ipynb #ce4ab1c2
-def padded_planes(values: np.ndarray, padding: tuple[int, int]) -> np.ndarray:
-    "(N, C, H, W) values framed by `padding` zeros, each padded map flattened: shape (N, C, Hp * Wp)."
+def padded_planes(values: np.ndarray, padding: tuple[int, int], padding_end: tuple[int, int]) -> np.ndarray:
+    "(N, C, H, W) values with `padding` zeros before and `padding_end` after, each map flattened: (N, C, Hp * Wp)."
     batch, channels, height, width = values.shape
-    pad_h, pad_w = padding
-    if pad_h == pad_w == 0:
+    if padding == padding_end == (0, 0):
         return np.ascontiguousarray(values).reshape(batch, channels, height * width)
-    padded = np.zeros((batch, channels, height + 2 * pad_h, width + 2 * pad_w))
-    padded[:, :, pad_h:pad_h + height, pad_w:pad_w + width] = values
+    padded = np.zeros((batch, channels, height + padding[0] + padding_end[0], width + padding[1] + padding_end[1]))
+    padded[:, :, padding[0]:padding[0] + height, padding[1]:padding[1] + width] = values
     return padded.reshape(batch, channels, -1)
 
 
-def stride_one_geometry(input_shape: Sequence[int], kernel: Sequence[int],
-                        padding: tuple[int, int]) -> tuple[int, int, int, int]:
+def stride_one_geometry(input_shape: Sequence[int], kernel: Sequence[int], padding: tuple[int, int],
+                        padding_end: tuple[int, int]) -> tuple[int, int, int, int]:
     "Padded height and width, stride-1 output height and width, for an (N, C, H, W) input."
-    padded_height, padded_width = input_shape[2] + 2 * padding[0], input_shape[3] + 2 * padding[1]
+    padded_height = input_shape[2] + padding[0] + padding_end[0]
+    padded_width = input_shape[3] + padding[1] + padding_end[1]
     return padded_height, padded_width, padded_height - kernel[0] + 1, padded_width - kernel[1] + 1
 
 
 def fast_conv2d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
-                padding: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+                padding: tuple[int, int], padding_end: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     "The (N, C_out, OH, OW) convolution by the fast kernel, and the padded input maps the backward pass needs."
-    planes = padded_planes(input, padding)
-    _, padded_width, full_height, full_width = stride_one_geometry(input.shape, weight.shape[2:], padding)
+    padding_end = padding if padding_end is None else padding_end
+    planes = padded_planes(input, padding, padding_end)
+    _, padded_width, full_height, full_width = stride_one_geometry(input.shape, weight.shape[2:], padding, padding_end)
     out = np.empty((input.shape[0], weight.shape[0], full_height * padded_width))
     fast_conv2d_forward_kernel(out, planes, weight, bias, padded_width, (full_height - 1) * padded_width + full_width)
     full = out.reshape(input.shape[0], weight.shape[0], full_height, padded_width)
@@ -269,10 +271,13 @@ def fast_conv2d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, stride:
 
 def fast_conv2d_backward(grad_out: np.ndarray, planes: np.ndarray, weight: np.ndarray, input_shape: Sequence[int],
                          stride: tuple[int, int], padding: tuple[int, int], input_grad: bool = True,
-                         weight_grad: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+                         weight_grad: bool = True,
+                         padding_end: tuple[int, int] | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
     "The gradients of `fast_conv2d` for its input and its weight; None for a gradient not asked for."
+    padding_end = padding if padding_end is None else padding_end
     batch, in_channels, height, width = input_shape
-    padded_height, padded_width, full_height, full_width = stride_one_geometry(input_shape, weight.shape[2:], padding)
+    padded_height, padded_width, full_height, full_width = stride_one_geometry(input_shape, weight.shape[2:], padding,
+                                                                               padding_end)
     spread = np.zeros((batch, weight.shape[0], full_height, padded_width))
     spread[:, :, ::stride[0], :full_width:stride[1]] = grad_out
     spread = spread.reshape(batch, weight.shape[0], -1)
@@ -298,7 +303,7 @@ def as_pair(value: int | Sequence[int], name: str) -> tuple[int, int]:
 
 
 def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...],
-               padding: tuple[int, ...]) -> None:
+               padding: tuple[int, ...], padding_end: tuple[int, ...] | None = None) -> None:
     "Raise a ValueError naming the values unless the arguments of a convolution fit together."
     name, dims = f"conv{len(stride)}d", len(stride) + 2
     if input.dims != dims or weight.dims != dims:
@@ -310,38 +315,39 @@ def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple
     if bias is not None and bias.shape != (weight.shape[0],):
         raise ValueError(f"{name}: the bias must have shape ({weight.shape[0]},) for {weight.shape[0]} output "
                          f"channels, got {bias.shape}")
-    if not all(isinstance(value, (int, np.integer)) for value in stride + padding):
+    ends = padding if padding_end is None else padding_end
+    if not all(isinstance(value, (int, np.integer)) for value in stride + padding + ends):
         raise ValueError(f"{name}: stride and padding must be ints, got stride {stride}, padding {padding}")
-    if min(stride) < 1 or min(padding) < 0:
+    if min(stride) < 1 or min(padding + ends) < 0:
         raise ValueError(f"{name}: stride must be at least 1 and padding at least 0, got stride {stride}, "
                          f"padding {padding}")
-    padded = tuple(size + 2 * pad for size, pad in zip(input.shape[2:], padding))
+    padded = tuple(size + pad + end for size, pad, end in zip(input.shape[2:], padding, ends))
     if any(kernel > size for kernel, size in zip(weight.shape[2:], padded)):
         raise ValueError(f"{name}: the kernel {weight.shape[2:]} is larger than the input {input.shape[2:]} "
-                         f"padded by {padding} ({padded})")
+                         f"padded by {padding if ends == padding else f'{padding} before and {ends} after'} ({padded})")
 
 # %% ../nbs/40_conv.ipynb #7e69f253
 def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
-                 padding: tuple[int, int]) -> Tensor:
+                 padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
     "The convolution of `Conv1dFun`/`Conv2dFun` (a 3-D input is read as maps of height 1); saves what backward needs."
     input_values, weight_values = as_array(input), as_array(weight)
     if input.dims == 3:
         input_values, weight_values = input_values[:, :, None], weight_values[:, :, None]
     bias_values = np.zeros(weight.shape[0]) if bias is None else as_array(bias)
-    out, planes = fast_conv2d(input_values, weight_values, bias_values, stride, padding)
+    out, planes = fast_conv2d(input_values, weight_values, bias_values, stride, padding, padding_end)
     tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
-    ctx.save_for_backward(planes, weight_values, input.shape, weight.shape, stride, padding, tracking)
+    ctx.save_for_backward(planes, weight_values, input.shape, weight.shape, stride, padding, padding_end, tracking)
     return from_array(out[:, :, 0] if input.dims == 3 else out, input)
 
 
 def conv_backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     "The gradients of input, weight and bias saved by `conv_forward` (None where the input does not track them)."
-    planes, weight_values, input_shape, weight_shape, stride, padding, tracking = ctx.saved_values
+    planes, weight_values, input_shape, weight_shape, stride, padding, padding_end, tracking = ctx.saved_values
     grad_values = as_array(grad_output)
     grad_maps = grad_values[:, :, None] if len(input_shape) == 3 else grad_values
     maps_shape = (*input_shape[:2], 1, input_shape[2]) if len(input_shape) == 3 else input_shape
     grad_input, grad_weight = fast_conv2d_backward(grad_maps, planes, weight_values, maps_shape, stride, padding,
-                                                   input_grad=tracking[0], weight_grad=tracking[1])
+                                                   input_grad=tracking[0], weight_grad=tracking[1], padding_end=padding_end)
     grad_bias = grad_values.sum(axis=tuple(dim for dim in range(grad_values.ndim) if dim != 1)) if tracking[2] else None
     return tuple(None if values is None else from_array(values.reshape(shape), grad_output)
                  for values, shape in ((grad_input, input_shape), (grad_weight, weight_shape),
@@ -353,9 +359,11 @@ class Conv1dFun(Function):
 
     @staticmethod
     def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,
-                padding: int = 0) -> Tensor:
-        check_conv(input, weight, bias, (stride,), (padding,))
-        return conv_forward(ctx, input, weight, bias, (1, int(stride)), (0, int(padding)))
+                padding: int | None = None) -> Tensor:
+        "Without `padding`, the classic course's call: no zeros before, K - 1 after (as wide as the input)."
+        start, end = (0, weight.shape[-1] - 1) if padding is None else (padding, padding)
+        check_conv(input, weight, bias, (stride,), (start,), (end,))
+        return conv_forward(ctx, input, weight, bias, (1, int(stride)), (0, int(start)), (0, int(end)))
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
@@ -367,10 +375,15 @@ class Conv2dFun(Function):
 
     @staticmethod
     def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None = None,
-                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-        stride, padding = as_pair(stride, "stride"), as_pair(padding, "padding")
-        check_conv(input, weight, bias, stride, padding)
-        return conv_forward(ctx, input, weight, bias, stride, padding)
+                stride: int | Sequence[int] = 1, padding: int | Sequence[int] | None = None) -> Tensor:
+        "Without `padding`, the classic course's call: no zeros before, K - 1 after (as large as the input)."
+        stride = as_pair(stride, "stride")
+        if padding is None:
+            start, end = (0, 0), (weight.shape[-2] - 1, weight.shape[-1] - 1)
+        else:
+            start = end = as_pair(padding, "padding")
+        check_conv(input, weight, bias, stride, start, end)
+        return conv_forward(ctx, input, weight, bias, stride, start, end)
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:

@@ -44,9 +44,10 @@ class ScalarFunction:
         "Run `forward` on the values and return a Scalar that remembers this call."
         inputs, floats, tracked = [], [], False
         for value in values:
-            if not isinstance(value, Scalar):
-                value = Scalar(value, requires_grad=False)
-            tracked = tracked or value.history is not None
+            if isinstance(value, Scalar):
+                tracked = tracked or value.history is not None
+            else:
+                value = Scalar(value)
             inputs.append(value)
             floats.append(value.data)
         ctx = Context(not tracked)

@@ -51,6 +51,11 @@ class Tensor:
         "The number of dimensions."
         return self._tensor.dims
 
+    @property
+    def _storage(self) -> np.ndarray:
+        "The flat storage under this view (the classic course's name; `_tensor._storage` here)."
+        return self._tensor._storage
+
     def _new(self, data: TensorData) -> "Tensor":
         "A tensor over `data` on this tensor's backend, with no history."
         return Tensor(data, backend=self.backend)

@@ -68,7 +68,9 @@ def test_conv_functions_take_two_arguments_as_in_the_classic_course():
     rng = np.random.default_rng(1)
     signal, taps = rng.normal(size=(2, 3, 8)), rng.normal(size=(4, 3, 3))
     images, kernels = rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(4, 3, 2, 2))
+    # the classic call: no zeros before, K - 1 after, so the output is as wide as the input
+    padded_signal = np.pad(signal, ((0, 0), (0, 0), (0, 2)))
     np.testing.assert_allclose(Conv1dFun.apply(tensor(signal), tensor(taps)).to_numpy(),
-                               conv_reference(signal, taps, np.zeros(4), (1,), (0,)), rtol=1e-12)
+                               conv_reference(padded_signal, taps, np.zeros(4), (1,), (0,)), rtol=1e-12)
     np.testing.assert_allclose(Conv2dFun.apply(tensor(images), tensor(kernels), stride=2, padding=1).to_numpy(),
                                conv_reference(images, kernels, np.zeros(4), (2, 2), (1, 1)), rtol=1e-12)
