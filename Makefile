@@ -30,7 +30,7 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
 .PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip exercises check solution export clean-nbs hooks bench e2e html tour-images \
-	cuda-compile bench-gpu
+	cuda-compile bench-gpu browser-tools
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
@@ -147,6 +147,9 @@ $(MATHJAX):
 	  echo "make html needs Debian's libjs-mathjax at $(dir $(MATHJAX)): run 'sudo apt-get install libjs-mathjax' (not root, so not installing it)"; \
 	  exit 1; \
 	fi
+
+# What the browser checks need (make e2e, make html, and the browser tests in pytest): CI installs it first.
+browser-tools: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 
 # E2E_ONLY=01_module,43 runs only the notebooks whose names start with one of those prefixes.
 e2e: $(E2E_STAMP) $(CHROMIUM) lab-settings
