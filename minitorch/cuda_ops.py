@@ -6,16 +6,17 @@
 __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_THREADS', 'MAX_BLOCKS', 'TILE', 'MAX_DIMS',
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
            'broadcast_index_device', 'index_to_position_device', 'DeviceLimits', 'device_limits',
-           'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches', 'require_cuda',
-           'map_launch', 'Transfers', 'record_transfer', 'count_transfers', 'CudaStorage', 'device_layout', 'on_device',
-           'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice',
-           'kernel_arguments', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce',
-           'matrix_multiply_launch', 'cuda_matrix_multiply', 'CudaOps']
+           'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
+           'share_simulated_shared_arrays', 'require_cuda', 'map_launch', 'Transfers', 'record_transfer',
+           'count_transfers', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel',
+           'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'launch', 'cuda_map', 'cuda_zip',
+           'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply', 'CudaOps']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
 import math
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Iterator
@@ -107,6 +108,40 @@ def quick_thread_switches() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(previous)
+
+
+def share_simulated_shared_arrays() -> None:
+    "Make the simulator's `cuda.shared.array` give every thread of a block the same array, however threads switch."
+    # Numba's simulator creates a block's shared array when the first thread reaches it: it looks the calling line up
+    # in a dict and, if missing, allocates and stores one, without a lock. A thread switch between the look-up and
+    # the store lets a second thread make its own array; that thread's writes are then invisible to the others, and
+    # a reduction reads stale memory (rarely: more often on a loaded machine, and with quick thread switches).
+    if not SIMULATED:
+        return
+    from numba.core.types import Type
+    from numba.cuda.simulator import kernelapi
+    from numba.np.numpy_support import as_dtype
+
+    shared = getattr(kernelapi, "FakeCUDAShared", None)
+    if shared is None or getattr(shared.array, "shared_safely", False):
+        return
+    unlocked, lock = shared.array, threading.Lock()
+
+    def array(self: Any, shape: Any, dtype: Any) -> Any:
+        if isinstance(shape, int) and shape == 0:  # dynamic shared memory: one buffer, made with the block
+            return unlocked(self, shape, dtype)
+        caller = sys._getframe(1)  # the line that asks, as Numba keys it
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            if key not in self._allocations:
+                self._allocations[key] = np.empty(shape, as_dtype(dtype) if isinstance(dtype, Type) else dtype)
+            return self._allocations[key]
+
+    array.shared_safely = True
+    shared.array = array
+
+
+share_simulated_shared_arrays()
 
 
 def require_cuda() -> None:

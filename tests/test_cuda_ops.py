@@ -3,6 +3,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numba
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import cuda
 from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
 
 import minitorch
@@ -35,6 +37,37 @@ def run(kernel, grid, *arguments):
     "Launch `kernel[grid]` on host arrays (Numba copies them to the GPU and back)."
     with quick_thread_switches():
         kernel[grid](*arguments)
+
+
+@cuda.jit
+def shared_sums_kernel(out, values):
+    "Each block of 4 threads stores its values and their doubles in two shared arrays; thread 0 sums both."
+    single = cuda.shared.array(4, numba.float64)
+    double = cuda.shared.array(4, numba.float64)
+    thread = cuda.threadIdx.x
+    single[thread] = values[cuda.grid(1)]
+    double[thread] = 2 * values[cuda.grid(1)]
+    cuda.syncthreads()
+    if thread == 0:
+        out[cuda.blockIdx.x] = (single[0] + single[1] + single[2] + single[3]
+                                + double[0] + double[1] + double[2] + double[3])
+
+
+@pytest.mark.skipif(not cuda_ops.SIMULATED, reason="a race in Numba's CUDA simulator")
+def test_simulated_threads_of_a_block_share_one_shared_array(monkeypatch):
+    "A thread switch while the simulator creates a shared array must not give a thread an array of its own."
+    values = np.arange(1.0, 9.0)
+    create = np.empty
+
+    def slow_create(*args, **kwargs):  # another thread runs while the array is being made
+        time.sleep(0.005)
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(np, "empty", slow_create)
+    out = np.zeros(2)
+    run(shared_sums_kernel, (2, 4), out, values)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(out, [3 * values[:4].sum(), 3 * values[4:].sum()])
 
 
 @pytest.mark.task("3.3")
