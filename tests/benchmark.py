@@ -215,11 +215,12 @@ def print_machine() -> None:
     print(f"date:    {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 
-def print_load(moment: str) -> bool:
-    "Print the load average; return whether the machine looked idle."
+def print_load(moment: str, own_share: float = 0.0) -> bool:
+    "Print the load average; return whether the machine looked idle once this process's own share is taken off."
     loads = os.getloadavg()
-    print(f"load average {moment}: {loads[0]:.2f} {loads[1]:.2f} {loads[2]:.2f} (1, 5, 15 min)")
-    warning = idle_warning(loads[0], usable_cores())
+    own = f", of which this benchmark's own threads about {own_share:.2f}" if own_share else ""
+    print(f"load average {moment}: {loads[0]:.2f} {loads[1]:.2f} {loads[2]:.2f} (1, 5, 15 min{own})")
+    warning = idle_warning(max(0.0, loads[0] - own_share), usable_cores())
     if warning:
         print(warning)
     return warning is None
@@ -661,6 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     sample_seconds = 0.02 if options.quick else 0.1
     print_machine()
     idle_before = print_load("before")
+    started_wall, started_cpu = time.perf_counter(), time.process_time()
     print("ratio = reference median / ours (above 1: ours faster); ± = interquartile range / median; "
           f"{repeats} samples per side, interleaved\n")
     print(HEADER)
@@ -672,7 +674,8 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(spec.name)
             print(f"{spec.name:<58} FAILED: {type(error).__name__}: {error}", flush=True)
     print()
-    idle_after = print_load("after")
+    # the 1-minute load now includes this run's own threads: judge the rest (CPU seconds per second spent here)
+    idle_after = print_load("after", (time.process_time() - started_cpu) / (time.perf_counter() - started_wall))
     judged = [met for met in verdicts if met is not None]
     print(f"bars met: {sum(judged)} of {len(judged)}" + (f"; rows failed: {', '.join(failures)}" if failures else ""))
     if not (idle_before and idle_after):
