@@ -10,7 +10,7 @@ __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_
            'share_simulated_shared_arrays', 'require_cuda', 'map_launch', 'Transfers', 'record_transfer',
            'count_transfers', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel',
            'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'launch', 'cuda_map', 'cuda_zip',
-           'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply', 'CudaOps']
+           'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply', 'batch_view', 'CudaOps']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -492,6 +492,13 @@ def cuda_matrix_multiply(out_storage: Storage, out_shape: Shape, out_strides: St
         out_storage[batch * out_strides[0] + row * out_strides[1] + col * out_strides[2]] = total
     # END SOLUTION
 
+
+def batch_view(a: "Tensor") -> "Tensor":
+    "`a` as a 3-D tensor for the kernel: a 2-D matrix becomes a batch of one, a view of the same storage."
+    if a.dims == 3:
+        return a
+    return a._new(TensorData(a._tensor._storage, (1, *a.shape), (0, *a._tensor.strides), validate=False))
+
 # %% ../nbs/32_cuda_ops.ipynb #13aa5d41
 class CudaOps(TensorOps):
     "The tensor backend whose map, zip, reduce and matrix multiply are CUDA kernels (or simulated ones)."
@@ -550,5 +557,6 @@ class CudaOps(TensorOps):
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         require_cuda()
         out = matrix_multiply_output(a, b)
-        launch(cuda_matrix_multiply, matrix_multiply_launch(out.shape), out, a, b)
+        batch = batch_view(out)  # shares out's storage: the kernel writes into out
+        launch(cuda_matrix_multiply, matrix_multiply_launch(batch.shape), batch, batch_view(a), batch_view(b))
         return out

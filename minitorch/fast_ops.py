@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
-           'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_COLS', 'PANEL_ROWS', 'DEPTH_BLOCK',
-           'SHALLOW_DEPTH', 'MICRO_KERNEL_MATH', 'packed_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
+           'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_STEPS', 'DEPTH_BLOCK', 'PANEL_ROWS',
+           'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
            'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
-           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'micro_kernel',
-           'pack_lines', 'multiply_panel', 'multiply_shallow', 'packed_matrix_multiply_kernel', 'FastOps']
+           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'four_values',
+           'micro_kernel', 'rows_of_b', 'store_totals', 'fast_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -23,7 +23,7 @@ from numba.extending import register_jitable
 from . import tensor_data
 from .tensor_data import Shape, Storage, Strides
 from .tensor_ops import (MapKernel, ReduceKernel, TensorBackend, TensorOps, ZipKernel, map_output,
-                                  matrix_multiply_output, reduce_output, zip_output)
+                                  batched, matrix_multiply_output, reduce_output, zip_output)
 
 if TYPE_CHECKING:
     from minitorch.tensor import Tensor
@@ -274,130 +274,120 @@ tensor_matrix_multiply = njit(parallel=True, cache=True)(matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #5e51de5b
 MICRO_ROWS = 4
-"Output rows of one micro-kernel block; `a` is packed in strips of this many rows."
-MICRO_COLS = 4
-"Output columns of one micro-kernel block; `b` is packed in strips of this many columns."
+"Output rows the micro-kernel updates together: each value of `b` it loads serves all of them."
+MICRO_STEPS = 4
+"Inner-dimension steps the micro-kernel takes per pass over its rows: each total it loads and stores gets this many multiply-adds."
+DEPTH_BLOCK = 128
+"Inner-dimension steps per micro-kernel call: the rows of `b` they read (128 x 256 floats, 256 KiB) stay in the L2 cache while a whole panel reuses them."
 PANEL_ROWS = 32
-"Rows of `a` one parallel task packs and multiplies by all of `b`."
-DEPTH_BLOCK = 256
-"Inner-dimension steps per pass of the micro-kernel: a strip of each operand (8 KiB) stays in the L1 cache."
-SHALLOW_DEPTH = 16
-"Products with fewer inner-dimension steps than this skip the micro-kernel: a whole output row at a time is faster."
+"Output rows of one parallel task."
+TOTALS_PAD = 8
+"Spare floats at the end of each row of totals, so that the rows do not lie a multiple of 4 KiB apart (see the text)."
 MICRO_KERNEL_MATH = {"contract", "reassoc"}
-"Fast-math flags of the micro-kernel: fused multiply-adds, and sums the compiler may reorder into SIMD lanes."
+"Fast-math flags of the micro-kernel: fused multiply-adds, in an order the compiler may choose."
+
+
+@njit(inline="always")
+def four_values(storage: Storage, position: int, step: int) -> tuple[float, float, float, float]:
+    "The values at `position` and at 1, 2 and 3 `step`s past it."
+    return storage[position], storage[position + step], storage[position + 2 * step], storage[position + 3 * step]
 
 
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
-def micro_kernel(a_strip: Storage, b_strip: Storage, depth: int, line_stride: int, block: Storage) -> None:
-    "Store in `block` (row-major 4 x 4) the product of `depth` steps of 4 packed lines of `a` and 4 of `b`."
-    a_line0, a_line1, a_line2, a_line3 = (a_strip, a_strip[line_stride:], a_strip[2 * line_stride:],
-                                          a_strip[3 * line_stride:])
-    b_line0, b_line1, b_line2, b_line3 = (b_strip, b_strip[line_stride:], b_strip[2 * line_stride:],
-                                          b_strip[3 * line_stride:])
-    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = 0.0
-    c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0
-    for step in range(depth):
-        a0, a1, a2, a3 = a_line0[step], a_line1[step], a_line2[step], a_line3[step]
-        b0, b1, b2, b3 = b_line0[step], b_line1[step], b_line2[step], b_line3[step]
-        c00 += a0 * b0; c01 += a0 * b1; c02 += a0 * b2; c03 += a0 * b3
-        c10 += a1 * b0; c11 += a1 * b1; c12 += a1 * b2; c13 += a1 * b3
-        c20 += a2 * b0; c21 += a2 * b1; c22 += a2 * b2; c23 += a2 * b3
-        c30 += a3 * b0; c31 += a3 * b1; c32 += a3 * b2; c33 += a3 * b3
-    block[0], block[1], block[2], block[3] = c00, c01, c02, c03
-    block[4], block[5], block[6], block[7] = c10, c11, c12, c13
-    block[8], block[9], block[10], block[11] = c20, c21, c22, c23
-    block[12], block[13], block[14], block[15] = c30, c31, c32, c33
-
-
-@njit(cache=True)
-def pack_lines(packed: Storage, storage: Storage, start: int, lines: int, depth: int,
-               line_stride: int, depth_stride: int) -> None:
-    "Copy a `lines` x `depth` strided matrix into `packed`, row-major: each line's `depth` values contiguous."
-    if depth_stride <= line_stride:
-        for line in range(lines):
-            position = start + line * line_stride
-            for step in range(depth):
-                packed[line * depth + step] = storage[position + step * depth_stride]
-    else:
-        for step in range(depth):
-            position = start + step * depth_stride
-            for line in range(lines):
-                packed[line * depth + step] = storage[position + line * line_stride]
-
-
-@njit(cache=True)
-def multiply_panel(out_storage: Storage, out_start: int, out_row_stride: int, out_col_stride: int,
-                   rows: int, cols: int, a_packed: Storage, b_packed: Storage, depth: int) -> None:
-    "Store the product of a packed panel of `rows` rows of `a` and packed `b` (`cols` columns) into the output."
-    row_strips, col_strips = (rows + MICRO_ROWS - 1) // MICRO_ROWS, (cols + MICRO_COLS - 1) // MICRO_COLS
-    block = np.empty(MICRO_ROWS * MICRO_COLS)
-    for first_step in range(0, depth, DEPTH_BLOCK):
-        block_depth = min(DEPTH_BLOCK, depth - first_step)
-        for col_strip in range(col_strips):
-            b_strip = b_packed[col_strip * MICRO_COLS * depth + first_step:]
-            block_cols = min(MICRO_COLS, cols - col_strip * MICRO_COLS)
-            for row_strip in range(row_strips):
-                micro_kernel(a_packed[row_strip * MICRO_ROWS * depth + first_step:], b_strip, block_depth, depth, block)
-                block_start = out_start + row_strip * MICRO_ROWS * out_row_stride + col_strip * MICRO_COLS * out_col_stride
-                for row in range(min(MICRO_ROWS, rows - row_strip * MICRO_ROWS)):
-                    for col in range(block_cols):
-                        position = block_start + row * out_row_stride + col * out_col_stride
-                        total = block[row * MICRO_COLS + col]
-                        out_storage[position] = total if first_step == 0 else out_storage[position] + total
-
-
-@njit(cache=True)
-def multiply_shallow(out_storage: Storage, out_start: int, out_row_stride: int, out_col_stride: int, rows: int,
-                     cols: int, a_storage: Storage, a_start: int, a_row_stride: int, a_step_stride: int,
-                     b_rows: Storage, depth: int) -> None:
-    "Store `rows` rows of `a` (strided) times row-major `b_rows` (depth x cols) into the output, row by row."
-    totals = np.empty(cols)
-    for row in range(rows):
-        totals[:] = 0.0
-        a_position = a_start + row * a_row_stride
-        for step in range(depth):
-            a_value = a_storage[a_position + step * a_step_stride]
-            b_row = b_rows[step * cols:(step + 1) * cols]
-            for col in range(cols):
-                totals[col] += a_value * b_row[col]
-        out_position = out_start + row * out_row_stride
+def micro_kernel(totals: np.ndarray, a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
+                 b_storage: Storage, b_start: int, b_step: int, cols: int, depth: int) -> None:
+    "Add to the 4 rows of `totals` the product of 4 rows of `a` (from `a_rows`) and `depth` rows of `b` (`cols` wide)."
+    total0, total1, total2, total3 = totals[0], totals[1], totals[2], totals[3]
+    row0, row1, row2, row3 = a_rows
+    for step in range(0, depth - MICRO_STEPS + 1, MICRO_STEPS):
+        a0 = four_values(a_storage, row0 + step * a_step, a_step)
+        a1 = four_values(a_storage, row1 + step * a_step, a_step)
+        a2 = four_values(a_storage, row2 + step * a_step, a_step)
+        a3 = four_values(a_storage, row3 + step * a_step, a_step)
+        b_row = b_start + step * b_step
+        b0, b1 = b_storage[b_row:b_row + cols], b_storage[b_row + b_step:b_row + b_step + cols]
+        b2, b3 = b_storage[b_row + 2 * b_step:b_row + 2 * b_step + cols], b_storage[b_row + 3 * b_step:b_row + 3 * b_step + cols]
         for col in range(cols):
-            out_storage[out_position + col * out_col_stride] = totals[col]
+            x0, x1, x2, x3 = b0[col], b1[col], b2[col], b3[col]
+            total0[col] += a0[0] * x0 + a0[1] * x1 + a0[2] * x2 + a0[3] * x3
+            total1[col] += a1[0] * x0 + a1[1] * x1 + a1[2] * x2 + a1[3] * x3
+            total2[col] += a2[0] * x0 + a2[1] * x1 + a2[2] * x2 + a2[3] * x3
+            total3[col] += a3[0] * x0 + a3[1] * x1 + a3[2] * x2 + a3[3] * x3
+    for step in range(depth - depth % MICRO_STEPS, depth):  # the last depth % 4 steps, one at a time
+        a0, a1 = a_storage[row0 + step * a_step], a_storage[row1 + step * a_step]
+        a2, a3 = a_storage[row2 + step * a_step], a_storage[row3 + step * a_step]
+        b_row = b_start + step * b_step
+        b = b_storage[b_row:b_row + cols]
+        for col in range(cols):
+            total0[col] += a0 * b[col]
+            total1[col] += a1 * b[col]
+            total2[col] += a2 * b[col]
+            total3[col] += a3 * b[col]
 
 
-def packed_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
-                                  a_storage: Storage, a_shape: Shape, a_strides: Strides,
-                                  b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
-    "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: packed operands, 4 x 4 micro-kernel."
+@njit(cache=True)
+def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[Storage, int, int]:
+    "`b` with contiguous rows: its own storage if its columns are adjacent, else a row-major copy; with the batch and row steps."
+    if b_strides[2] == 1:
+        return b_storage, b_strides[0], b_strides[1]
+    depth, cols = b_shape[1], b_shape[2]
+    copy = np.empty(b_shape[0] * depth * cols)
+    for batch in range(b_shape[0]):
+        for step in range(depth):
+            position = batch * b_strides[0] + step * b_strides[1]
+            for col in range(cols):
+                copy[(batch * depth + step) * cols + col] = b_storage[position + col * b_strides[2]]
+    return copy, depth * cols, cols
+
+
+@njit(inline="always")
+def store_totals(out_storage: Storage, position: int, row_stride: int, col_stride: int, totals: np.ndarray,
+                 rows: int, cols: int, add: bool) -> None:
+    "Write the first `rows` x `cols` of `totals` into the output at `position` (add them to it if `add`)."
+    for row in range(rows):
+        start, line = position + row * row_stride, totals[row]
+        if col_stride == 1:  # the usual case, a loop the compiler turns into SIMD instructions
+            target = out_storage[start:start + cols]
+            for col in range(cols):
+                target[col] = target[col] + line[col] if add else line[col]
+        else:
+            for col in range(cols):
+                position_col = start + col * col_stride
+                out_storage[position_col] = out_storage[position_col] + line[col] if add else line[col]
+
+
+def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                                a_storage: Storage, a_shape: Shape, a_strides: Strides,
+                                b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
+    "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: 4 rows x 4 steps per micro-kernel pass."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
-    shallow = depth < SHALLOW_DEPTH
-    b_packed_size = depth * cols if shallow else (cols + MICRO_COLS - 1) // MICRO_COLS * MICRO_COLS * depth
-    b_packed = np.zeros(b_shape[0] * b_packed_size)
-    for b_batch in range(b_shape[0]):  # one parallel region per call: each costs a thread wake-up
-        if shallow:  # b row by row
-            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], depth, cols,
-                       b_strides[1], b_strides[2])
-        else:  # b column by column, padded with zero columns to whole strips
-            pack_lines(b_packed[b_batch * b_packed_size:], b_storage, b_batch * b_strides[0], cols, depth,
-                       b_strides[2], b_strides[1])
+    b_rows, b_batch_step, b_step = rows_of_b(b_storage, b_shape, b_strides)
     panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * PANEL_ROWS
-        panel_rows = min(PANEL_ROWS, rows - first_row)
-        a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
-        b_panel = b_packed[(batch if b_shape[0] > 1 else 0) * b_packed_size:]
-        out_start = batch * out_strides[0] + first_row * out_strides[1]
-        if shallow:
-            multiply_shallow(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols,
-                             a_storage, a_start, a_strides[1], a_strides[2], b_panel, depth)
-        else:
-            a_packed = np.zeros(PANEL_ROWS * depth)
-            pack_lines(a_packed, a_storage, a_start, panel_rows, depth, a_strides[1], a_strides[2])
-            multiply_panel(out_storage, out_start, out_strides[1], out_strides[2], panel_rows, cols, a_packed,
-                           b_panel, depth)
+        end_row = min(first_row + PANEL_ROWS, rows)
+        a_start = batch * a_strides[0] if a_shape[0] > 1 else 0
+        b_start = batch * b_batch_step if b_shape[0] > 1 else 0
+        totals = np.empty((MICRO_ROWS, COLUMN_BLOCK + TOTALS_PAD))
+        for first_col in range(0, cols, COLUMN_BLOCK):
+            block_cols = min(COLUMN_BLOCK, cols - first_col)
+            for first_step in range(0, depth, DEPTH_BLOCK):
+                block_depth = min(DEPTH_BLOCK, depth - first_step)
+                for row in range(first_row, end_row, MICRO_ROWS):
+                    block_rows = min(MICRO_ROWS, end_row - row)
+                    # past the last row, the micro-kernel rereads the last one; those totals are never stored
+                    a_rows = (a_start + row * a_strides[1] + first_step * a_strides[2],
+                              a_start + (row + min(1, block_rows - 1)) * a_strides[1] + first_step * a_strides[2],
+                              a_start + (row + min(2, block_rows - 1)) * a_strides[1] + first_step * a_strides[2],
+                              a_start + (row + min(3, block_rows - 1)) * a_strides[1] + first_step * a_strides[2])
+                    totals[:, :block_cols] = 0.0
+                    micro_kernel(totals, a_storage, a_rows, a_strides[2], b_rows,
+                                 b_start + first_step * b_step + first_col, b_step, block_cols, block_depth)
+                    store_totals(out_storage, batch * out_strides[0] + row * out_strides[1] + first_col * out_strides[2],
+                                 out_strides[1], out_strides[2], totals, block_rows, block_cols, first_step > 0)
 
 
-packed_matrix_multiply = njit(parallel=True, cache=True)(packed_matrix_multiply_kernel)
+fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
 class FastOps(TensorOps):
@@ -439,7 +429,7 @@ class FastOps(TensorOps):
     @staticmethod
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
-        kernel_for(packed_matrix_multiply, out.size * a.shape[2])(*out.tuple(), *a.tuple(), *b.tuple())
+        kernel_for(fast_matrix_multiply, out.size * a.shape[-1])(*batched(out), *batched(a), *batched(b))
         return out
 
 

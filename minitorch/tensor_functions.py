@@ -315,13 +315,6 @@ class Copy(Function):
         return grad_output
 
 # %% ../nbs/23_tensor_functions.ipynb #9bae7cb5
-def _as_batch(a: "Tensor") -> "Tensor":
-    "`a` as a 3-D tensor: a 2-D matrix becomes a batch of one (a view)."
-    if a.dims == 3:
-        return a
-    return a._new(TensorData(a._tensor._storage, (1, *a.shape), (0, *a._tensor.strides), validate=False))
-
-
 def _transpose(a: "Tensor") -> "Tensor":
     "A view of `a` with its last two dims swapped."
     order = (*range(a.dims - 2), a.dims - 1, a.dims - 2)
@@ -329,16 +322,8 @@ def _transpose(a: "Tensor") -> "Tensor":
 
 
 def matrix_product(a: "Tensor", b: "Tensor") -> "Tensor":
-    "`a @ b` for 2-D or 3-D tensors, through the backend's batched multiply."
-    if a.dims not in (2, 3) or b.dims not in (2, 3):
-        raise IndexingError(f"matmul takes 2-D or 3-D tensors, got shapes {a.shape} and {b.shape}")
-    if a.shape[-1] != b.shape[-2]:
-        raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
-                            f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
-    out = a.backend.matrix_multiply(_as_batch(a), _as_batch(b))
-    if a.dims == 2 and b.dims == 2:
-        return out._new(TensorData(out._tensor._storage, out.shape[1:], validate=False))
-    return out
+    "`a @ b` for 2-D or 3-D tensors on `a`'s backend, which checks the shapes."
+    return a.backend.matrix_multiply(a, b)
 
 
 class MatMul(Function):

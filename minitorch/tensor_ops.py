@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'SimpleBackend', 'tensor_map', 'tensor_zip', 'tensor_reduce',
-           'tensor_matrix_multiply', 'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output', 'TensorOps',
-           'SimpleOps', 'TensorBackend']
+           'tensor_matrix_multiply', 'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output', 'batched',
+           'TensorOps', 'SimpleOps', 'TensorBackend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
 from typing import TYPE_CHECKING, Callable
@@ -136,16 +136,27 @@ def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
 
 
 def matrix_multiply_output(a: "Tensor", b: "Tensor") -> "Tensor":
-    "A new tensor for the batched product of 3-D tensors `a` and `b`."
-    if a.dims != 3 or b.dims != 3:
-        raise IndexingError(f"matrix_multiply takes 3-D tensors, got shapes {a.shape} and {b.shape}")
-    if a.shape[2] != b.shape[1]:
+    "A new tensor for `a @ b`, 2-D or 3-D: a matrix if both are matrices, else a batch (a matrix is a batch of one)."
+    if a.dims not in (2, 3) or b.dims not in (2, 3):
+        raise IndexingError(f"matrix_multiply takes 2-D or 3-D tensors, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
         raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
-                            f"inner dims {a.shape[2]} and {b.shape[1]} differ")
-    if a.shape[0] != b.shape[0] and 1 not in (a.shape[0], b.shape[0]):
+                            f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
+    if a.dims == 2 and b.dims == 2:
+        return a.zeros((a.shape[0], b.shape[1]))
+    a_batch, b_batch = a.shape[0] if a.dims == 3 else 1, b.shape[0] if b.dims == 3 else 1
+    if a_batch != b_batch and 1 not in (a_batch, b_batch):
         raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
-                            f"batch sizes {a.shape[0]} and {b.shape[0]} do not broadcast")
-    return a.zeros((max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2]))
+                            f"batch sizes {a_batch} and {b_batch} do not broadcast")
+    return a.zeros((max(a_batch, b_batch), a.shape[-2], b.shape[-1]))
+
+
+def batched(a: "Tensor") -> tuple[Storage, Shape, Strides]:
+    "The kernel arrays of `a` seen as 3-D: a 2-D matrix is a batch of one, with batch stride 0."
+    storage, shape, strides = a.tuple()
+    if a.dims == 3:
+        return storage, shape, strides
+    return storage, np.array((1, *a.shape), dtype=np.int64), np.array((0, *a._tensor.strides), dtype=np.int64)
 
 
 class TensorOps:
@@ -214,7 +225,7 @@ class SimpleOps(TensorOps):
     @staticmethod
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
-        tensor_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
+        tensor_matrix_multiply(*batched(out), *batched(a), *batched(b))
         return out
 
 # %% ../nbs/21_tensor_ops.ipynb #4ede7be6

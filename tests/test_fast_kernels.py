@@ -18,6 +18,11 @@ def empty(shape):
     return TensorData(np.zeros(int(np.prod(shape))), shape)
 
 
+def stale(shape):
+    "A contiguous `TensorData` of `shape` full of NaN: a kernel must overwrite every entry, not add to it."
+    return TensorData(np.full(int(np.prod(shape)), np.nan), shape)
+
+
 def both(factory_name, fn, out_shape, *inputs, extra=()):
     "Outputs of the chapter-2 and the fast kernel `factory_name(fn)` over `inputs`, as arrays."
     outputs = []
@@ -80,7 +85,7 @@ def test_matrix_multiply_matches_the_simple_kernel(draw):
     b = draw.draw(tensor_data((b_batch, inner, cols)))
     outputs = []
     for kernel in (tensor_ops.tensor_matrix_multiply, fast_ops.tensor_matrix_multiply):
-        out = empty((batch, rows, cols))
+        out = stale((batch, rows, cols))
         kernel(*out.tuple(), *a.tuple(), *b.tuple())
         outputs.append(as_numpy(out))
     np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-12, atol=1e-9)
@@ -104,22 +109,23 @@ def test_matrix_multiply_across_block_edges(a_shape, b_shape, transpose_b):
 
 @few_examples
 @given(st.data())
-def test_packed_matrix_multiply_matches_numpy(draw):
+def test_fast_matrix_multiply_matches_numpy(draw):
     batch, rows, cols = (draw.draw(st.integers(min_value=1, max_value=9)) for _ in range(3))
-    inner = draw.draw(st.sampled_from([1, 2, 5, fast_ops.SHALLOW_DEPTH - 1, fast_ops.SHALLOW_DEPTH, 21]))
+    inner = draw.draw(st.sampled_from([1, 2, 3, fast_ops.MICRO_STEPS, 5, 7, 21, fast_ops.DEPTH_BLOCK + 1]))
     a_batch, b_batch = draw.draw(st.sampled_from([(batch, batch), (1, batch), (batch, 1)]))
     a = draw.draw(tensor_data((a_batch, rows, inner)))
     b = draw.draw(tensor_data((b_batch, inner, cols)))
-    for kernel in (fast_ops.packed_matrix_multiply, fast_ops.single_threaded(fast_ops.packed_matrix_multiply)):
-        out = empty((batch, rows, cols))
+    for kernel in (fast_ops.fast_matrix_multiply, fast_ops.single_threaded(fast_ops.fast_matrix_multiply)):
+        out = stale((batch, rows, cols))
         kernel(*out.tuple(), *a.tuple(), *b.tuple())
         np.testing.assert_allclose(as_numpy(out), as_numpy(a) @ as_numpy(b), rtol=1e-10, atol=1e-9)
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((1, 33, 257), (2, 257, 7)), ((2, 64, 784), (1, 784, 130)),
-                                              ((3, 1, 5), (3, 5, 1)), ((1, 70, 513), (1, 513, 3))])
+                                              ((3, 1, 5), (3, 5, 1)), ((1, 70, 513), (1, 513, 3)),
+                                              ((2, 6, 9), (1, 9, 2 * fast_ops.COLUMN_BLOCK + 3))])
 @pytest.mark.parametrize("transposed", ["none", "a", "b"])
-def test_packed_matrix_multiply_across_panel_and_depth_edges(a_shape, b_shape, transposed):
+def test_fast_matrix_multiply_across_panel_block_and_depth_edges(a_shape, b_shape, transposed):
     rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
 
     def laid_out(shape, transpose):
@@ -128,8 +134,8 @@ def test_packed_matrix_multiply_across_panel_and_depth_edges(a_shape, b_shape, t
         return TensorData(rng.normal(size=int(np.prod(shape))), (shape[0], shape[2], shape[1])).permute(0, 2, 1)
 
     a, b = laid_out(a_shape, transposed == "a"), laid_out(b_shape, transposed == "b")
-    out = empty((max(a_shape[0], b_shape[0]), a_shape[1], b_shape[2]))
-    fast_ops.packed_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
+    out = stale((max(a_shape[0], b_shape[0]), a_shape[1], b_shape[2]))
+    fast_ops.fast_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
     np.testing.assert_allclose(as_numpy(out), as_numpy(a) @ as_numpy(b), rtol=1e-10, atol=1e-10)
 
 
