@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
            'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_STEPS', 'DEPTH_BLOCK', 'PANEL_ROWS',
-           'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
-           'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
-           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'four_values',
-           'micro_kernel', 'rows_of_b', 'store_totals', 'fast_matrix_multiply_kernel', 'FastOps']
+           'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'MULTIPLY_ADDS_PER_OPERATION', 'FastBackend',
+           'compilable', 'shape_size', 'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads',
+           'single_threaded', 'kernel_for', 'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce',
+           'matrix_multiply_kernel', 'four_values', 'micro_kernel', 'rows_of_b', 'store_totals',
+           'fast_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -390,6 +391,10 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
+MULTIPLY_ADDS_PER_OPERATION = 16
+"A micro-kernel multiply-add costs less than a sixteenth of an element operation of map or zip (SIMD, no index arithmetic)."
+
+
 class FastOps(TensorOps):
     "The tensor backend of Numba-compiled parallel kernels: chapter 2's checks, compiled loops."
 
@@ -429,7 +434,8 @@ class FastOps(TensorOps):
     @staticmethod
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
-        kernel_for(fast_matrix_multiply, out.size * a.shape[-1])(*batched(out), *batched(a), *batched(b))
+        multiply_adds = out.size * a.shape[-1]
+        kernel_for(fast_matrix_multiply, multiply_adds // MULTIPLY_ADDS_PER_OPERATION)(*batched(out), *batched(a), *batched(b))
         return out
 
 
