@@ -100,10 +100,12 @@ def single_threaded(kernel: Callable[..., None]) -> Callable[..., None]:
     return njit(cache=True)(twin)
 
 
-def kernel_for(kernel: Callable[..., None], work: int) -> Callable[..., None]:
-    "`kernel` on every thread if `work` element operations are worth it, else its single-threaded twin."
+def kernel_for(kernel: Callable[..., None], work: int, tasks_at_a_time: int = 0) -> Callable[..., None]:
+    """`kernel` on every thread if `work` element operations are worth it, else its single-threaded twin.
+    `tasks_at_a_time`: `prange` iterations a thread takes at once (0: each thread an equal share, fixed in advance)."""
     if work >= PARALLEL_WORK:
         use_threads(work)
+        numba.set_parallel_chunksize(tasks_at_a_time)
         return kernel
     return single_threaded(kernel)
 
@@ -435,7 +437,9 @@ class FastOps(TensorOps):
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
         multiply_adds = out.size * a.shape[-1]
-        kernel_for(fast_matrix_multiply, multiply_adds // MULTIPLY_ADDS_PER_OPERATION)(*batched(out), *batched(a), *batched(b))
+        # one panel at a time: a thread held up elsewhere delays only the panel it is on
+        kernel = kernel_for(fast_matrix_multiply, multiply_adds // MULTIPLY_ADDS_PER_OPERATION, tasks_at_a_time=1)
+        kernel(*batched(out), *batched(a), *batched(b))
         return out
 
 

@@ -1,7 +1,8 @@
 """Speed of minitorch against NumPy, PyTorch and a closure-based scalar engine (run with `make bench`).
 
 Every row times ours and its reference in this one process, interleaved (ours, reference, ours, reference, ...)
-after a warm-up, so that a change in the machine's load hits both sides alike. Each sample is a block of
+after a warm-up, so that a change in the machine's load hits both sides alike; each sample starts after a short
+untimed pause, so that the other side's idle threads have stopped spinning. Each sample is a block of
 back-to-back calls long enough to time reliably; a row prints the median time per call of each side with its
 spread (the interquartile range as a percentage of the median), the speed ratio (reference median / ours: above
 1 we are faster), the throughput where the work has a size (GFLOP/s for matrix products and convolutions, GB/s
@@ -116,9 +117,23 @@ def calls_per_sample(call: Call, sample_seconds: float, collector: str) -> int:
     return max(1, round(sample_seconds / run_block(call, 1, collector)))
 
 
+THREADS_PARK_SECONDS = 0.15
+"""Untimed pause before each sample. After a call, idle worker threads (OpenBLAS's, OpenMP's) keep spinning for a
+while before they sleep, holding a core. On the 2-core machine, our (2,512,512) product right after a block of
+NumPy's ran at 76-85 GFLOP/s, and at 128-151 GFLOP/s alone or after a pause of 0.15 s (0.05 s was not enough)."""
+
+
+def wait(seconds: float) -> None:
+    "Wait `seconds` on this thread without sleeping: a sleeping process may find its core slowed down when it wakes."
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def interleaved(ours: Call, reference: Call | None, repeats: int, sample_seconds: float,
-                collector: str) -> tuple[list[float], list[float]]:
-    "Seconds per call of `repeats` samples of each side, taken alternately (ours, reference, ...) after a warm-up."
+                collector: str, pause: float = THREADS_PARK_SECONDS) -> tuple[list[float], list[float]]:
+    """Seconds per call of `repeats` samples of each side, taken alternately (ours, reference, ...) after a warm-up,
+    each after an untimed `pause` in which the other side's idle threads stop spinning."""
     sides = [call for call in (ours, reference) if call is not None]
     for call in sides:
         call()
@@ -126,6 +141,7 @@ def interleaved(ours: Call, reference: Call | None, repeats: int, sample_seconds
     samples: list[list[float]] = [[] for _ in sides]
     for _ in range(repeats):
         for call, number, seconds in zip(sides, numbers, samples):
+            wait(pause)
             seconds.append(run_block(call, number, collector))
     return samples[0], samples[1] if reference is not None else []
 

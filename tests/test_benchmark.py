@@ -71,9 +71,18 @@ def test_bars_judge_ratio_or_time(benchmark):
 def test_interleaved_alternates_the_sides(benchmark):
     calls = []
     ours, reference = benchmark.interleaved(lambda: calls.append("ours"), lambda: calls.append("ref"), repeats=3,
-                                            sample_seconds=0.0, collector="off")
+                                            sample_seconds=0.0, collector="off", pause=0.0)
     assert len(ours) == len(reference) == 3
     assert calls[-6:] == ["ours", "ref"] * 3
+
+
+def test_every_sample_starts_after_a_pause_for_idle_threads(benchmark, monkeypatch):
+    events = []
+    monkeypatch.setattr(benchmark.time, "sleep", lambda seconds: events.append(("pause", seconds)))
+    benchmark.interleaved(lambda: events.append("ours"), lambda: events.append("ref"), repeats=2,
+                          sample_seconds=0.0, collector="off")
+    pause = ("pause", benchmark.THREADS_PARK_SECONDS)
+    assert events[-8:] == [pause, "ours", pause, "ref"] * 2 and benchmark.THREADS_PARK_SECONDS > 0
 
 
 def test_collector_off_frees_cycles_inside_the_timed_block(benchmark):
