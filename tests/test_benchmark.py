@@ -78,11 +78,17 @@ def test_interleaved_alternates_the_sides(benchmark):
 
 def test_every_sample_starts_after_a_pause_for_idle_threads(benchmark, monkeypatch):
     events = []
-    monkeypatch.setattr(benchmark.time, "sleep", lambda seconds: events.append(("pause", seconds)))
+    monkeypatch.setattr(benchmark, "wait", lambda seconds: events.append(("pause", seconds)))
     benchmark.interleaved(lambda: events.append("ours"), lambda: events.append("ref"), repeats=2,
                           sample_seconds=0.0, collector="off")
     pause = ("pause", benchmark.THREADS_PARK_SECONDS)
     assert events[-8:] == [pause, "ours", pause, "ref"] * 2 and benchmark.THREADS_PARK_SECONDS > 0
+
+
+def test_wait_takes_the_time_it_is_given(benchmark):
+    start = benchmark.time.perf_counter()
+    benchmark.wait(0.02)
+    assert benchmark.time.perf_counter() - start >= 0.02
 
 
 def test_collector_off_frees_cycles_inside_the_timed_block(benchmark):
