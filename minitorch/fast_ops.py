@@ -5,11 +5,10 @@
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
            'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_STEPS', 'DEPTH_BLOCK', 'PANEL_ROWS',
-           'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'MULTIPLY_ADDS_PER_OPERATION', 'FastBackend',
-           'compilable', 'shape_size', 'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads',
-           'single_threaded', 'kernel_for', 'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce',
-           'matrix_multiply_kernel', 'four_values', 'micro_kernel', 'rows_of_b', 'store_totals',
-           'fast_matrix_multiply_kernel', 'FastOps']
+           'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'FastBackend', 'compilable', 'shape_size',
+           'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded', 'kernel_for',
+           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel', 'four_values',
+           'micro_kernel', 'rows_of_b', 'store_totals', 'fast_matrix_multiply_kernel', 'FastOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -393,10 +392,6 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
-MULTIPLY_ADDS_PER_OPERATION = 16
-"A micro-kernel multiply-add costs less than a sixteenth of an element operation of map or zip (SIMD, no index arithmetic)."
-
-
 class FastOps(TensorOps):
     "The tensor backend of Numba-compiled parallel kernels: chapter 2's checks, compiled loops."
 
@@ -436,9 +431,8 @@ class FastOps(TensorOps):
     @staticmethod
     def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
         out = matrix_multiply_output(a, b)
-        multiply_adds = out.size * a.shape[-1]
-        # one panel at a time: a thread held up elsewhere delays only the panel it is on
-        kernel = kernel_for(fast_matrix_multiply, multiply_adds // MULTIPLY_ADDS_PER_OPERATION, tasks_at_a_time=1)
+        # threads take panels one at a time: one held up elsewhere delays only the panel it is on
+        kernel = kernel_for(fast_matrix_multiply, out.size * a.shape[-1], tasks_at_a_time=1)
         kernel(*batched(out), *batched(a), *batched(b))
         return out
 
