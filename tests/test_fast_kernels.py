@@ -111,7 +111,7 @@ def test_matrix_multiply_across_block_edges(a_shape, b_shape, transpose_b):
 @given(st.data())
 def test_fast_matrix_multiply_matches_numpy(draw):
     batch, rows, cols = (draw.draw(st.integers(min_value=1, max_value=9)) for _ in range(3))
-    inner = draw.draw(st.sampled_from([1, 2, 3, fast_ops.MICRO_STEPS, 5, 7, 21, fast_ops.DEPTH_BLOCK + 1]))
+    inner = draw.draw(st.sampled_from([1, 2, 3, fast_ops.MICRO_STEPS, 5, 7, 21]))  # past DEPTH_BLOCK: the test below
     a_batch, b_batch = draw.draw(st.sampled_from([(batch, batch), (1, batch), (batch, 1)]))
     a = draw.draw(tensor_data((a_batch, rows, inner)))
     b = draw.draw(tensor_data((b_batch, inner, cols)))
