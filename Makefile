@@ -87,20 +87,20 @@ nbtest: $(STAMP)
 
 roundtrip: $(STAMP)
 	@echo "== exercise edition round trip"
-	$(BIN)/python .ci/roundtrip.py
+	$(BIN)/python tools/course/roundtrip.py
 
 exercises: $(STAMP)
 	@test -n "$(DEST)" || { echo "usage: make exercises DEST=path"; exit 2; }
-	$(BIN)/python .ci/exercises.py "$(DEST)"
+	$(BIN)/python tools/course/exercises.py "$(DEST)"
 
 check: $(STAMP)
-	@test -n "$(TASK)" || { echo "usage: make check TASK=0.1 (tasks: $$($(BIN)/python .ci/check.py --list))"; exit 2; }
+	@test -n "$(TASK)" || { echo "usage: make check TASK=0.1 (tasks: $$($(BIN)/python tools/course/check.py --list))"; exit 2; }
 	@$(BIN)/nbdev_export   # the tests import the package: export what the notebooks say now
-	$(BIN)/python .ci/check.py "$(TASK)"
+	$(BIN)/python tools/course/check.py "$(TASK)"
 
 solution: $(STAMP)
 	@test -n "$(TASK)" || { echo "usage: make solution TASK=0.1"; exit 2; }
-	$(BIN)/python .ci/solution.py "$(TASK)" $(if $(APPLY),--apply)
+	$(BIN)/python tools/course/solution.py "$(TASK)" $(if $(APPLY),--apply)
 
 export: $(STAMP)
 	$(BIN)/nbdev_export
@@ -111,7 +111,7 @@ hooks: $(STAMP)
 
 bench: $(STAMP)
 	@# OPENBLAS_CORETYPE/L2_SIZE (set on some machines here) slow NumPy down: unset them for a fair comparison
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python tests/benchmark.py $(BENCH_FLAGS)
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python tools/bench/benchmark.py $(BENCH_FLAGS)
 
 $(CUDA_STAMP): setup.py settings.ini
 	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
@@ -122,10 +122,10 @@ $(CUDA_STAMP): setup.py settings.ini
 
 cuda-compile: $(CUDA_STAMP)
 	@echo "== cuda-compile: every CUDA kernel compiled for real GPUs (sm_75, sm_80, sm_90), no GPU needed"
-	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python .ci/cuda_compile.py
+	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python tools/bench/cuda_compile.py
 
 bench-gpu: $(CUDA_STAMP)
-	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python .ci/bench_gpu.py $(BENCH_FLAGS)
+	NUMBA_ENABLE_CUDASIM=0 $(CUDA_VENV)/bin/python tools/bench/bench_gpu.py $(BENCH_FLAGS)
 
 # Playwright drives Debian's Chromium; it never downloads a browser of its own (no `playwright install`).
 $(E2E_STAMP): $(STAMP)
@@ -154,12 +154,12 @@ browser-tools: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 # E2E_ONLY=01_module,43 runs only the notebooks whose names start with one of those prefixes.
 e2e: $(E2E_STAMP) $(CHROMIUM) lab-settings
 	@echo "== e2e: every notebook run in JupyterLab through a browser, flagged cells too"
-	$(BIN)/python .ci/e2e.py
+	$(BIN)/python tools/site/e2e.py
 
 html: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 	@echo "== html: execute the notebooks, render them to _site/, check a formula renders in Chromium"
-	$(BIN)/python .ci/html_site.py _site
+	$(BIN)/python tools/site/html_site.py _site
 
 tour-images: html e2e
 	@echo "== tour images for README, from the executed course"
-	$(BIN)/python .ci/tour.py
+	$(BIN)/python tools/site/tour.py

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).with_name("benchmark.py")
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "bench" / "benchmark.py"
 TINY_ROW = "add 10x10 (per-op overhead), FastBackend"
 
 
 @pytest.fixture(scope="module")
 def benchmark():
-    "tests/benchmark.py imported as a module."
+    "tools/bench/benchmark.py imported as a module."
     spec = importlib.util.spec_from_file_location("benchmark", TOOL)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""The pure helpers behind `make e2e` and `make html` (.ci/nbcells.py, .ci/html_site.py)."""
+"""The pure helpers behind `make e2e` and `make html` (tools/site/nbcells.py, tools/site/html_site.py)."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -6,19 +6,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-CI = Path(__file__).resolve().parent.parent / ".ci"
+ROOT = Path(__file__).resolve().parent.parent
+SITE_TOOLS = ROOT / "tools" / "site"
 
 
 def load(name: str):
-    "Import the script `.ci/<name>.py` as a module."
-    sys.path.insert(0, str(CI))
+    "Import the script `tools/site/<name>.py` as a module."
+    sys.path.insert(0, str(SITE_TOOLS))
     try:
-        spec = importlib.util.spec_from_file_location(f"ci_{name}", CI / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(f"ci_{name}", SITE_TOOLS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
     finally:
-        sys.path.remove(str(CI))
+        sys.path.remove(str(SITE_TOOLS))
 
 
 nbcells = load("nbcells")
@@ -174,7 +175,7 @@ def test_e2e_runs_flagged_cells_and_leaves_only_unrunnable_ones_raw(tmp_path, mo
 
 def test_the_course_jupyterlab_settings_are_valid_and_quiet():
     import json
-    folder = CI.parent / "jupyter"
+    folder = ROOT / "jupyter"
     overrides = json.loads((folder / "overrides.json").read_text())
     assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
     assert overrides["@jupyterlab/notebook-extension:tracker"]["codeCellConfig"]["lineNumbers"] is True

@@ -295,7 +295,7 @@ def test_a_training_step_copies_only_the_loss_to_the_host():
 
 
 def test_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(monkeypatch):
-    spec = importlib.util.spec_from_file_location("cuda_compile", Path(__file__).parent.parent / ".ci" / "cuda_compile.py")
+    spec = importlib.util.spec_from_file_location("cuda_compile", Path(__file__).parent.parent / "tools" / "bench" / "cuda_compile.py")
     cuda_compile = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cuda_compile)
     launches, original = [], cuda_ops.launch

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-spec = importlib.util.spec_from_file_location("exercises", Path(__file__).parent.parent / ".ci" / "exercises.py")
+spec = importlib.util.spec_from_file_location("exercises", Path(__file__).parent.parent / "tools" / "course" / "exercises.py")
 exercises = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(exercises)
 
@@ -37,7 +37,7 @@ def test_malformed_regions_are_reported(broken, message):
         exercises.stub_source(broken, "demo")
 
 
-check_spec = importlib.util.spec_from_file_location("check", Path(__file__).parent.parent / ".ci" / "check.py")
+check_spec = importlib.util.spec_from_file_location("check", Path(__file__).parent.parent / "tools" / "course" / "check.py")
 check = importlib.util.module_from_spec(check_spec)
 check_spec.loader.exec_module(check)
 
@@ -109,7 +109,7 @@ def test_the_readme_of_the_edition_starts_with_the_first_task(tmp_path):
     assert "99_api" not in readme
 
 
-solution_spec = importlib.util.spec_from_file_location("solution", Path(__file__).parent.parent / ".ci" / "solution.py")
+solution_spec = importlib.util.spec_from_file_location("solution", Path(__file__).parent.parent / "tools" / "course" / "solution.py")
 solution = importlib.util.module_from_spec(solution_spec)
 solution_spec.loader.exec_module(solution)
 

@@ -4,10 +4,10 @@ Notebook cells belong to a task through the directive `#| task 0.1`. A notebook 
 such cells is run with its untagged cells (definitions, prose demos) and the cells of the
 task, in order; cells of other tasks are skipped.
 
-    python .ci/check.py 0.1                    # one task
-    python .ci/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
-    python .ci/check.py 0.1 --first-failure    # stop at the first failing check (pytest -x)
-    python .ci/check.py --list                 # every task id found in the course
+    python tools/course/check.py 0.1                    # one task
+    python tools/course/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
+    python tools/course/check.py 0.1 --first-failure    # stop at the first failing check (pytest -x)
+    python tools/course/check.py --list                 # every task id found in the course
 
 A failing cell is reported with its notebook, its number (as JupyterLab's status bar counts, from 1)
 and id, its source with the failing line marked, and where the error was raised when that was
@@ -24,7 +24,7 @@ from pathlib import Path
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ["IN_TEST"] = "1"
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = re.compile(r"^\d+\.\d+$")
 SKIP_FLAGS = {"notest", "slow", "cuda"}
 CELL_FILE = re.compile(r"^<ipython-input-\d+-[0-9a-f]+>$")  # how IPython names the code of the cell it ran
@@ -198,7 +198,7 @@ if __name__ == "__main__":
     chosen = options.intersection(arguments)
     arguments = [argument for argument in arguments if argument not in options]
     if len(arguments) != 1:
-        raise SystemExit("usage: python .ci/check.py TASK [--notebooks-only] [--first-failure] | --list")
+        raise SystemExit("usage: python tools/course/check.py TASK [--notebooks-only] [--first-failure] | --list")
     if arguments[0] == "--list":
         print(" ".join(all_tasks()))
     elif not TASK_ID.match(arguments[0]):

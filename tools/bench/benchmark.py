@@ -11,10 +11,10 @@ for elementwise work and reductions, images/s for training), and the bar that is
 Before and after the rows it prints the machine, the threads each library uses and the load average; a
 WARNING says when the machine was not idle, because such figures must not be quoted. All tensors are float64.
 
-    python tests/benchmark.py                    # every row, a few minutes
-    python tests/benchmark.py --quick            # fewer and shorter samples
-    python tests/benchmark.py --only matmul      # rows whose name contains "matmul" (case-insensitive)
-    python tests/benchmark.py --threads 1        # numba, NumPy's BLAS and PyTorch on one thread each
+    python tools/bench/benchmark.py                    # every row, a few minutes
+    python tools/bench/benchmark.py --quick            # fewer and shorter samples
+    python tools/bench/benchmark.py --only matmul      # rows whose name contains "matmul" (case-insensitive)
+    python tools/bench/benchmark.py --threads 1        # numba, NumPy's BLAS and PyTorch on one thread each
 """
 import argparse
 import datetime

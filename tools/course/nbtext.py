@@ -1,8 +1,8 @@
 """Convert notebooks to and from a plain-text form that is easy to edit and review.
 
 Text form: cells separated by marker lines `## %% md` or `## %% code`.
-    python .ci/nbtext.py to-nb  chapter.txt nbs/NN_topic.ipynb
-    python .ci/nbtext.py to-txt nbs/NN_topic.ipynb chapter.txt
+    python tools/course/nbtext.py to-nb  chapter.txt nbs/NN_topic.ipynb
+    python tools/course/nbtext.py to-txt nbs/NN_topic.ipynb chapter.txt
 Cell ids are derived from the notebook name and the cell position, so they are stable.
 """
 import hashlib

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 from nbdev.process import extract_directives
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SKIP_TAG = "skip-execution"  # nbclient leaves cells with this tag unexecuted
 NOTEBOOK_LINK = re.compile(r"""(?P<prefix>href=["']|\]\()(?P<name>(?:\./)?[\w-]+)\.ipynb(?P<anchor>#[^"')\s]*)?(?=["')])""")
 

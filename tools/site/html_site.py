@@ -1,6 +1,6 @@
 """Execute the course's notebooks and render them to a static site, readable without running anything.
 
-    python .ci/html_site.py [OUT]          # default OUT: _site
+    python tools/site/html_site.py [OUT]          # default OUT: _site
 
 Each notebook (`index.ipynb`, then every `NN_*.ipynb`) runs in nbs/ with nbclient, skipping the
 cells `nbdev_test` skips (`#| slow`, `#| cuda`, `#| notest`, `#| eval: false`: shown, not run);

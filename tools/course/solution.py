@@ -1,7 +1,7 @@
 """Show the solution of one exercise task, or put it back into the notebook (in the exercise edition).
 
-    python .ci/solution.py 0.1            # print task 0.1's solution regions and where they go
-    python .ci/solution.py 0.1 --apply    # also replace the task's stubs in the notebooks by them
+    python tools/course/solution.py 0.1            # print task 0.1's solution regions and where they go
+    python tools/course/solution.py 0.1 --apply    # also replace the task's stubs in the notebooks by them
 
 The regions come from `solutions/solutions.json`, which `make exercises` writes into the edition. With
 `--apply`, a stub is replaced only where it is still exactly as the edition wrote it (two lines: the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions" / "solutions.json"
 
 
@@ -54,7 +54,7 @@ def main(arguments: list[str]) -> int:
     "Print (and with --apply, put back) one task's solution; return an exit code."
     task = next((argument for argument in arguments if not argument.startswith("--")), None)
     if task is None:
-        raise SystemExit("usage: python .ci/solution.py TASK [--apply]")
+        raise SystemExit("usage: python tools/course/solution.py TASK [--apply]")
     if not SOLUTIONS.exists():
         raise SystemExit(f"{SOLUTIONS.relative_to(ROOT)} is missing: this is not an exercise edition "
                          f"(here the notebooks hold every solution; make exercises DEST=dir writes an edition)")

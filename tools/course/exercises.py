@@ -8,11 +8,11 @@ A solution region sits inside an exported cell:
 
 and becomes a `raise NotImplementedError` that names task 0.1. Outputs are cleared and the
 package is exported again from the stubbed notebooks. The regions themselves go to
-`solutions/solutions.json` in the edition, where `make solution TASK=0.1` (`.ci/solution.py`) finds
+`solutions/solutions.json` in the edition, where `make solution TASK=0.1` (`tools/course/solution.py`) finds
 them for a learner who wants to see one task's solution or put it back. The edition's README starts
 with what a learner needs first: how to start, the first task, how to check a task, where solutions are.
 
-    python .ci/exercises.py DEST
+    python tools/course/exercises.py DEST
 """
 import json
 import re
@@ -165,8 +165,8 @@ def write_readme(dest: Path, tasks: dict[str, list[str]]) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        raise SystemExit("usage: python .ci/exercises.py DEST")
-    repo, dest = Path(__file__).resolve().parent.parent, Path(sys.argv[1]).resolve()
+        raise SystemExit("usage: python tools/course/exercises.py DEST")
+    repo, dest = Path(__file__).resolve().parents[2], Path(sys.argv[1]).resolve()
     dest.mkdir(parents=True, exist_ok=True)
     tasks = write_edition(repo, dest)
     count = sum(len(found) for found in tasks.values())

@@ -1,8 +1,8 @@
 """Run every chapter notebook in JupyterLab in a real browser, as a learner does, and screenshot it.
 
-    python .ci/e2e.py [NOTEBOOK ...]        # default: nbs/index.ipynb and every nbs/NN_*.ipynb
-    E2E_ONLY=01_module,43 python .ci/e2e.py  # only notebooks whose names start with one of these
-    E2E_SKIP_FLAGS="slow cuda" python .ci/e2e.py  # leave cells with these flags unrun (default: none)
+    python tools/site/e2e.py [NOTEBOOK ...]        # default: nbs/index.ipynb and every nbs/NN_*.ipynb
+    E2E_ONLY=01_module,43 python tools/site/e2e.py  # only notebooks whose names start with one of these
+    E2E_SKIP_FLAGS="slow cuda" python tools/site/e2e.py  # leave cells with these flags unrun (default: none)
 
 Notebooks run as a learner runs them: every cell, the flagged ones (`#| slow`, `#| cuda`, `#| notest`)
 included. A flagged cell that needs what the machine lacks (a GPU, the MNIST files) checks for it itself

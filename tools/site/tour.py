@@ -1,6 +1,6 @@
 """Write the README tour's images from what the course itself produces.
 
-    python .ci/tour.py
+    python tools/site/tour.py
 
 Needs the executed notebooks of `make html` (_site/notebooks/) and the browser screenshots of
 `make e2e` (_screenshots/); `make tour-images` runs both first. The images go to nbs/images/.

@@ -4,7 +4,7 @@ On the course itself every task's notebook check must pass (its pytest tests alr
 `make pytest`). In a freshly written exercise edition the package must still import, and every
 task's check must fail on its own task (not on a broken untagged cell). Checks run two at a time.
 
-    python .ci/roundtrip.py
+    python tools/course/roundtrip.py
 """
 import os
 import subprocess
@@ -13,7 +13,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 WORKERS = 2
@@ -22,7 +22,7 @@ WORKERS = 2
 def run_check(course: Path, task: str, *options: str) -> subprocess.CompletedProcess:
     "Run `check.py task` inside `course`, with `course` first on the import path."
     env = {**os.environ, "PYTHONPATH": str(course), "NUMBA_ENABLE_CUDASIM": "1"}
-    return subprocess.run([sys.executable, str(course / ".ci" / "check.py"), task, *options],
+    return subprocess.run([sys.executable, str(course / "tools" / "course" / "check.py"), task, *options],
                           cwd=course, env=env, capture_output=True, text=True)
 
 
@@ -34,7 +34,7 @@ def run_checks(course: Path, tasks: list[str], *options: str) -> dict[str, subpr
 
 def tasks_of(course: Path) -> list[str]:
     "Every task id of `course`."
-    listing = subprocess.run([sys.executable, str(course / ".ci" / "check.py"), "--list"],
+    listing = subprocess.run([sys.executable, str(course / "tools" / "course" / "check.py"), "--list"],
                              cwd=course, check=True, capture_output=True, text=True)
     return listing.stdout.split()
 
@@ -49,7 +49,7 @@ def main() -> int:
             problems.append(f"task {task} fails on the solutions:\n{result.stdout}{result.stderr[-2000:]}")
     with tempfile.TemporaryDirectory(prefix="minitorch-exercises-") as tmp:
         edition = Path(tmp)
-        subprocess.run([sys.executable, str(ROOT / ".ci" / "exercises.py"), str(edition)], check=True,
+        subprocess.run([sys.executable, str(ROOT / "tools" / "course" / "exercises.py"), str(edition)], check=True,
                        stdout=subprocess.DEVNULL)
         imported = subprocess.run([sys.executable, "-c", "import minitorch; print(minitorch.__file__)"],
                                   cwd=edition, env={**os.environ, "PYTHONPATH": str(edition)},
