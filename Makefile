@@ -29,14 +29,15 @@ MATHJAX := /usr/share/javascript/mathjax/MathJax.js
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
-.PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip exercises check solution export clean-nbs hooks bench e2e html tour-images \
+.PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip learner-loop exercises check solution export clean-nbs hooks bench e2e html tour-images \
 	cuda-compile bench-gpu browser-tools
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
 	@echo "make test                sync check, pytest, notebook tests, exercise round trip"
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
-	@echo "make check TASK=0.1      run the checks of one exercise task"
+	@echo "make check TASK=0.1      run the checks of one exercise task; lists the functions still to implement"
+	@echo "make learner-loop        run a fresh edition's notebooks in kernels, untouched and with every solution typed in"
 	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
@@ -88,6 +89,10 @@ nbtest: $(STAMP)
 roundtrip: $(STAMP)
 	@echo "== exercise edition round trip"
 	$(BIN)/python tools/course/roundtrip.py
+
+learner-loop: $(STAMP)
+	@echo "== learner loop: a fresh edition worked through in Jupyter kernels, as a learner does"
+	$(BIN)/python tools/course/learner_loop.py
 
 exercises: $(STAMP)
 	@test -n "$(DEST)" || { echo "usage: make exercises DEST=path"; exit 2; }

@@ -140,3 +140,16 @@ def test_a_solution_is_put_back_only_where_the_stub_is_untouched(tmp_path, monke
 def test_the_course_itself_has_no_solution_file_to_show():
     with pytest.raises(SystemExit, match="not an exercise edition"):
         solution.main(["0.1"])
+
+
+def test_a_check_lists_every_function_of_the_task_still_to_implement(tmp_path):
+    stubs = "\n\n".join(f"def {name}(x):\n    raise NotImplementedError('Task {task} is not done yet: implement `{name}`')"
+                        for name, task in (("double", "9.1"), ("half", "9.1"), ("given", "8.1")))
+    path = write_notebook(tmp_path / "demo.ipynb", stubs, "#| task 9.1\nassert double(2) == 4",
+                          "#| task 9.1\nassert half(4) == 2", "#| task 9.1\nassert given(1) == 1", "#| task 9.1\nassert True")
+    passed, report = check.run_notebook(path, "9.1")
+    assert not passed and report.startswith("demo.ipynb cell 3 of 6")
+    assert "3 checks of task 9.1 failed: cell 3, cell 4, cell 5" in report
+    assert "still to implement: `double`, `half`, `given` (task 8.1)" in report
+    passed, report = check.run_notebook(path, "9.1", first_failure=True)
+    assert "still to implement: `double`" in report and "half" not in report

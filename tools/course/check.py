@@ -133,25 +133,59 @@ def failure_report(path: Path, nb, index: int, error: BaseException, kind: str) 
     return "\n".join(report)
 
 
-def run_notebook(path: Path, task: str) -> tuple[bool, str]:
-    "Run the cells of `path` that belong to `task`; return success and a report."
+STUB = re.compile(r"Task (\d+\.\d+) is not done yet: implement `(\w+)`")
+
+
+def stub_list(found: list[tuple[str, str]], task: str) -> str:
+    "The stubbed functions found as (task, name), each once, in order; another task's marked as such."
+    unique = dict.fromkeys(found)
+    return ", ".join(f"`{name}`" + ("" if stub_task == task else f" (task {stub_task})") for stub_task, name in unique)
+
+
+def still_to_do(errors: list[BaseException]) -> list[tuple[str, str]]:
+    "The (task, function) of each stub that raised, in the order the checks met them."
+    return [STUB.search(str(error)).groups() for error in errors
+            if isinstance(error, NotImplementedError) and STUB.search(str(error))]
+
+
+def run_notebook(path: Path, task: str, first_failure: bool = False) -> tuple[bool, str]:
+    """Run the cells of `path` that belong to `task`; return success and a report.
+
+    A failing check does not stop the run (unless `first_failure`): the task's later checks still run, so
+    the report can list every function of the task that is still a stub. A failing untagged cell stops it."""
     from execnb.shell import CaptureShell
     nb = load(path)
     shell = CaptureShell(path)
     sys.path.insert(0, str(ROOT))
     cwd = os.getcwd()
     os.chdir(path.parent)
+    failures: list[tuple[int, BaseException]] = []
     try:
         for index, cell in enumerate(nb.cells):
             if skipped(cell, task):
                 continue
             shell.run(cell.source)
-            if shell.exc is not None:
-                kind = f"check of task {task}" if task in cell_tasks(cell) else "setup cell (untagged)"
-                return False, failure_report(path, nb, index, shell.exc, kind)
+            if shell.exc is None:
+                continue
+            is_check = task in cell_tasks(cell)
+            if not is_check and not failures:
+                return False, failure_report(path, nb, index, shell.exc, "setup cell (untagged)")
+            failures.append((index, shell.exc))
+            if first_failure or not is_check:
+                break
     finally:
         os.chdir(cwd)
-    return True, f"{path.name}: cells of task {task} passed"
+    if not failures:
+        return True, f"{path.name}: cells of task {task} passed"
+    index, error = failures[0]
+    report = [failure_report(path, nb, index, error, f"check of task {task}")]
+    if len(failures) > 1:
+        report.append(f"  {len(failures)} checks of task {task} failed: "
+                      + ", ".join(f"cell {index + 1}" for index, _ in failures))
+    to_do = still_to_do([error for _, error in failures])
+    if to_do:
+        report.append(f"  still to implement: {stub_list(to_do, task)}")
+    return False, "\n".join(report)
 
 
 def run_pytest(task: str, first_failure: bool = False) -> tuple[bool, str]:
@@ -161,9 +195,13 @@ def run_pytest(task: str, first_failure: bool = False) -> tuple[bool, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
-    if result.returncode not in (0, 5):
+    passed = result.returncode in (0, 5)
+    if not passed:
         print(result.stdout[-4000:], result.stderr[-2000:], sep="\n")
-    return result.returncode in (0, 5), f"pytest: {summary}"
+        to_do = STUB.findall(result.stdout)
+        if to_do:
+            summary += f"; still to implement: {stub_list(to_do, task)}"
+    return passed, f"pytest: {summary}"
 
 
 def check(task: str, with_pytest: bool = True, first_failure: bool = False) -> bool:
@@ -174,7 +212,7 @@ def check(task: str, with_pytest: bool = True, first_failure: bool = False) -> b
         raise SystemExit(f"task {task!r} has no checks: known tasks are {', '.join(all_tasks())}")
     results = []
     for path in notebooks:
-        results.append(run_notebook(path, task))
+        results.append(run_notebook(path, task, first_failure))
         if first_failure and not results[-1][0]:
             break
     if has_tests and with_pytest and not (first_failure and results and not all(ok for ok, _ in results)):
