@@ -143,8 +143,8 @@ def lab_settings(workdir: Path) -> Path:
     return settings
 
 
-def start_lab(workdir: Path, nbs: Path, port: int, token: str) -> subprocess.Popen:
-    "Start JupyterLab on `port`, serving `nbs`, and wait until it answers."
+def start_lab(workdir: Path, nbs: Path, port: int, token: str, course: Path = ROOT) -> subprocess.Popen:
+    "Start JupyterLab on `port`, serving `nbs` with `course` first on the import path, and wait until it answers."
     command = [str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
                f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
                f"--ServerApp.root_dir={nbs}", f"--LabApp.user_settings_dir={lab_settings(workdir)}",
@@ -152,7 +152,7 @@ def start_lab(workdir: Path, nbs: Path, port: int, token: str) -> subprocess.Pop
     if os.geteuid() == 0:
         command.append("--allow-root")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "JUPYTER_CONFIG_DIR": str(workdir / "jupyter-config"),
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(course)}
     log = open(workdir / "jupyter.log", "w")
     lab = subprocess.Popen(command, cwd=nbs, env=env, stdout=log, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, start_new_session=True)
