@@ -22,9 +22,7 @@ class MathTest:
     comparisons = ("lt2", "gt2", "eq2")
     relu_shift, composite_shift, comparison_shift = 5.17, 1.3, 7 / 6
     "How far left of 0 `relu` and `composite` bend, and how far apart the comparisons put their step."
-    # Hypothesis draws the literal numbers it finds in the package under test (and sums of them). Kinks written as
-    # negated names, and a step at 7 / 6, which no sum of short decimals reaches, are not handed to tests that do
-    # not skip them (the classic course's tests do not): with a step at a literal 1.2, (1.2, 0.0) sits on it.
+    # Kinks written as negated names and a step at 7 / 6 keep the tests' random inputs off them (MAINTAINERS.md).
     kinks = {"relu": (-relu_shift,), "composite": (-composite_shift,)}
     "Inputs where a function's derivative jumps: central differences are wrong there."
 

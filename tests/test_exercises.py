@@ -109,6 +109,25 @@ def test_the_readme_of_the_edition_starts_with_the_first_task(tmp_path):
     assert "99_api" not in readme
 
 
+def test_the_edition_readme_says_once_how_a_task_is_done_and_gives_no_instructor_instructions(tmp_path):
+    course_readme = (Path(__file__).parent.parent / "README.md").read_text()
+    (tmp_path / "README.md").write_text(course_readme)
+    exercises.write_readme(tmp_path, {"00_operators.ipynb": ["0.1"]})
+    readme = (tmp_path / "README.md").read_text()
+    step = "1. Find the cell that raises `NotImplementedError` naming your task and write the code in its place."
+    assert course_readme.count(step) == 1 and readme.count(step) == 1 and readme.count("## Doing a task") == 1
+    assert "## Two commands" in readme and "## The chapters" in readme and "MAINTAINERS.md" in readme
+    for false_there in ["hold complete solutions", "extend earlier notebooks", "BEGIN SOLUTION", "make exercises"]:
+        assert false_there not in readme
+
+
+def test_a_readme_without_the_task_section_is_kept_whole():
+    text = "# minitorch\n\n## Two commands\nmake lab\n"
+    assert exercises.without_section(text, "Doing a task") == text
+    assert exercises.without_section(text + "## Doing a task\nsteps\n\n## Next\nmore\n", "Doing a task") == \
+        text + "## Next\nmore\n"
+
+
 solution_spec = importlib.util.spec_from_file_location("solution", Path(__file__).parent.parent / "tools" / "course" / "solution.py")
 solution = importlib.util.module_from_spec(solution_spec)
 solution_spec.loader.exec_module(solution)

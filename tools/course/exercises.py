@@ -10,7 +10,8 @@ and becomes a `raise NotImplementedError` that names task 0.1. Outputs are clear
 package is exported again from the stubbed notebooks. The regions themselves go to
 `solutions/solutions.json` in the edition, where `make solution TASK=0.1` (`tools/course/solution.py`) finds
 them for a learner who wants to see one task's solution or put it back. The edition's README starts
-with what a learner needs first: how to start, the first task, how to check a task, where solutions are.
+with what a learner needs first: how to start, the first task, how to do and check a task, where
+solutions are; the course's README follows, without its section on doing a task (the page above holds it).
 
     python tools/course/exercises.py DEST
 """
@@ -29,6 +30,8 @@ DEF = re.compile(r"^[ \t]*(?:async )?def (\w+)")
 
 
 SOLUTIONS = Path("solutions") / "solutions.json"
+README_TASK_SECTION = "Doing a task"
+"The section of the course's README that the edition's first page replaces (it holds the same steps)."
 START_HERE = """# minitorch: exercise edition
 
 This is your copy of the minitorch course with the solutions taken out: every place you write code
@@ -41,22 +44,25 @@ make lab          # first time: sets up .venv (a minute), then opens JupyterLab 
 ```
 
 On a server: `make lab LAB_FLAGS="--no-browser --ip 127.0.0.1 --port 8890"` and open the printed URL.
-Begin with **task {first}** in `nbs/{first_notebook}`: read from the top, run the cells in order
-(**Run > Run All Cells** stops at the first cell that needs your code), and fill in the function that
-names the task. Where each task's code is written (a few chapter 4 tasks extend earlier notebooks):
+Begin with **task {first}** in `nbs/{first_notebook}`: read from the top and run the cells in order
+(**Run > Run All Cells** stops at the first cell that needs your code). Where each task's code is written:
 
 {task_list}
 
-## Check a task
+## Doing a task
+
+1. Find the cell that raises `NotImplementedError` naming your task and write the code in its place.
+2. Run that cell (Shift+Enter): from then on the package uses your code, in this notebook and in every
+   notebook you open later; no export and no restart.
+3. Run the check cells below it; `make check TASK=x.y` runs every check of a task and lists which of
+   its functions still fail.
 
 ```bash
-make check TASK={first}   # that task's notebook cells and its tests: PASSED or FAILED, and why
+make check TASK={first}   # every check of task {first}: its notebook cells and its tests
 ```
 
-It runs the cells tagged `#| task {first}` (and the cells they build on) and the tests marked with the
-task. A failure names the notebook and cell of the failing check and shows its source lines.
-Save the notebook first: the check reads the file. (`make test` runs every check of every task, so
-it fails until all tasks are done: check one task at a time.)
+`make check` runs the notebooks as they are saved: save the notebook first. A failure names the notebook
+and the cell of the failing check and shows its lines.
 
 ## Stuck?
 
@@ -65,10 +71,10 @@ make solution TASK={first}            # print the solution of that task, and whe
 make solution TASK={first} APPLY=1    # put it into your notebook in place of the stub
 ```
 
-After `APPLY=1`, reload the notebook in JupyterLab (**File > Reload Notebook from Disk**). The
-solutions of every task are in `solutions/solutions.json`.
+After `APPLY=1`, reload the notebook in JupyterLab (**File > Reload Notebook from Disk**) and run the
+cell. The solutions of every task are in `solutions/solutions.json`.
 
-The course's own description follows.
+The course's own README follows.
 
 """
 
@@ -152,15 +158,20 @@ def task_key(task: str) -> tuple[int, ...]:
     return tuple(int(part) for part in task.split("."))
 
 
+def without_section(markdown: str, heading: str) -> str:
+    "`markdown` without the `## heading` section (up to the next `## ` heading or the end), if it has one."
+    return re.sub(rf"^## {re.escape(heading)}\n.*?(?=^## |\Z)", "", markdown, count=1, flags=re.M | re.S)
+
+
 def write_readme(dest: Path, tasks: dict[str, list[str]]) -> None:
-    "Put the learner's first steps (start, first task, checks, solutions) above the course's README in `dest`."
+    "Put the learner's first steps (start, first task, doing a task, solutions) above the course's README in `dest`."
     where = {task: notebook for notebook, found in tasks.items() for task in found}
     ordered = sorted(where, key=task_key)
     task_list = "\n".join(f"* `nbs/{notebook}`: tasks {', '.join(sorted(set(found), key=task_key))}"
                           for notebook, found in sorted(tasks.items()) if found)
     start = START_HERE.format(first=ordered[0], first_notebook=where[ordered[0]], task_list=task_list)
     readme = dest / "README.md"
-    readme.write_text(start + readme.read_text())
+    readme.write_text(start + without_section(readme.read_text(), README_TASK_SECTION))
 
 
 if __name__ == "__main__":
