@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['SHOWN_VALUES', 'BOX_WIDTH', 'LINE_HEIGHT', 'COLUMN_GAP', 'ROW_GAP', 'MARGIN', 'INPUT_SPREAD', 'CHAR_WIDTH',
            'TEXT_PADDING', 'FILL', 'node_inputs', 'graph_nodes', 'graph_columns', 'format_value', 'tensor_values',
-           'summarise', 'gradient_lines', 'node_lines', 'GraphDrawing', 'node_kind', 'box_width', 'box_svg', 'edge_svg',
-           'edges_svg', 'draw_graph']
+           'summarise', 'gradient_lines', 'node_lines', 'node_derivatives', 'GraphDrawing', 'node_kind', 'box_width',
+           'box_svg', 'edge_svg', 'edges_svg', 'draw_graph']
 
 # %% ../nbs/13_graph.ipynb #a4bd58ec
 import html
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .autodiff import Variable
+from .autodiff import Variable, topological_sort
 
 # %% ../nbs/13_graph.ipynb #030df8bb
 def node_inputs(node: Variable) -> tuple[Variable, ...]:
@@ -86,8 +86,8 @@ def gradient_lines(gradient: Any) -> list[str]:
     return lines
 
 
-def node_lines(node: Variable) -> list[str]:
-    "The text lines of a node's box: what it is, its data, and its derivative if it has one."
+def node_lines(node: Variable, derivative: Any = None) -> list[str]:
+    "The text lines of a node's box: what it is, its data, and `derivative` (default: the one stored on it)."
     history = getattr(node, "history", None)
     operation = getattr(history, "last_fn", None)
     name = getattr(node, "name", None)
@@ -102,10 +102,26 @@ def node_lines(node: Variable) -> list[str]:
         lines = [title, f"data {format_value(getattr(node, 'data', None))}"]
     else:
         lines = [title, f"shape {tuple(node.shape)}", f"data {summarise(values)}"]
-    derivative = getattr(node, "derivative", getattr(node, "grad", None))
+    if derivative is None:
+        derivative = getattr(node, "derivative", getattr(node, "grad", None))
     if derivative is not None:
         lines += gradient_lines(derivative)
     return lines
+
+# %% ../nbs/13_graph.ipynb #71c3f8f6
+def node_derivatives(output: Variable) -> dict[int, Any]:
+    "The derivative of `output` with respect to every non-constant node of its graph, by `unique_id`."
+    seed = 1.0 if tensor_values(output) is None else output.zeros() + 1.0
+    pending: dict[int, Any] = {output.unique_id: seed}
+    found: dict[int, Any] = {}
+    for node in topological_sort(output):
+        found[node.unique_id] = pending.pop(node.unique_id)
+        if node.is_leaf():
+            continue
+        for parent, d_parent in node.chain_rule(found[node.unique_id]):
+            key = parent.unique_id
+            pending[key] = pending[key] + d_parent if key in pending else d_parent
+    return found
 
 # %% ../nbs/13_graph.ipynb #dfcb1371
 BOX_WIDTH, LINE_HEIGHT, COLUMN_GAP, ROW_GAP, MARGIN = 120, 14, 56, 14, 10
@@ -180,13 +196,14 @@ def edges_svg(nodes: list[Variable], anchors: dict[int, tuple[int, int, int, int
     return edges, lowest
 
 
-def draw_graph(output: Variable, max_nodes: int = 200) -> GraphDrawing:
-    "Draw the computation graph ending at `output` as SVG (values, derivatives, operations)."
+def draw_graph(output: Variable, max_nodes: int = 200, all_grads: bool = False) -> GraphDrawing:
+    "Draw the graph ending at `output` as SVG; leaves show their stored derivative, every node with `all_grads`."
     nodes = graph_nodes(output)
     if len(nodes) > max_nodes:
         raise ValueError(f"the graph has {len(nodes)} nodes, more than max_nodes={max_nodes}: "
                          "draw a smaller piece of it, or raise max_nodes")
-    texts = [node_lines(node) for node in nodes]
+    derivatives = node_derivatives(output) if all_grads else {}
+    texts = [node_lines(node, derivatives.get(node.unique_id)) for node in nodes]
     heights = [LINE_HEIGHT * len(lines) + 8 for lines in texts]
     columns = graph_columns(nodes)
     anchors: dict[int, tuple[int, int, int, int]] = {}

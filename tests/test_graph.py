@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch import GraphDrawing, Scalar, draw_graph, tensor
-from minitorch.graph import BOX_WIDTH, CHAR_WIDTH, SHOWN_VALUES, summarise
+from minitorch.graph import BOX_WIDTH, CHAR_WIDTH, SHOWN_VALUES, format_value, node_derivatives, summarise
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -41,6 +41,34 @@ def test_derivatives_appear_after_backward():
     output.backward()
     assert "grad" in draw_graph(output).svg
 
+
+@pytest.mark.task("1.4")
+def test_all_grads_labels_every_node_and_leaves_the_leaves_alone():
+    x, y = Scalar(1.5, name="x"), Scalar(-2.0, name="y")
+    output = (x * y + 1.0).relu() + (x / 3.0).exp() * x
+    output.backward()
+    stored = (x.derivative, y.derivative)
+    drawing = draw_graph(output, all_grads=True)
+    texts = [text.text for text in ElementTree.fromstring(drawing.svg).iter(f"{SVG}text")]
+    assert (x.derivative, y.derivative) == stored                    # drawing backpropagates nothing
+    for leaf in (x, y):
+        assert f"grad {format_value(leaf.derivative)}" in texts
+    constants = texts.count("constant")
+    assert sum(text.startswith("grad") for text in texts) == drawing.node_count - constants
+    assert node_derivatives(output)[output.unique_id] == 1.0
+
+
+@pytest.mark.task("2.4")
+def test_all_grads_on_tensors_match_backward():
+    x = tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+    w = tensor([0.5, -1.0], requires_grad=True)
+    total = (x * w).relu().sum()
+    total.backward()
+    found = node_derivatives(total)
+    np.testing.assert_allclose(found[x.unique_id].to_numpy(), x.grad.to_numpy())
+    np.testing.assert_allclose(found[w.unique_id].to_numpy(), w.grad.to_numpy())
+    texts = tensor_texts(draw_graph(total, all_grads=True))
+    assert f"grad (2, 2) norm {np.linalg.norm(x.grad.to_numpy()):.4g}" in texts
 
 def edge_paths(drawing):
     return [path.get("d") for path in ElementTree.fromstring(drawing.svg).iter(f"{SVG}path") if path.get("marker-end")]

@@ -41,3 +41,16 @@ def test_linear_puts_its_parameters_on_the_backend_it_is_given(backend):
     assert out.backend is backend
     out.sum().backward()
     assert layer.weight.value.grad.shape == (3, 4) and inputs.grad is None
+
+
+def test_bce_loss_is_finite_and_exact_for_confident_scores():
+    values = [-800.0, -40.0, -1.0, 0.0, 2.0, 40.0, 800.0]
+    for label in (0.0, 1.0):
+        scores = tensor([[value] for value in values], requires_grad=True)
+        loss = bce_loss(scores, tensor([[label]] * len(values)))
+        margins = [value if label == 0.0 else -value for value in values]
+        exact = np.mean([max(m, 0.0) + np.log1p(np.exp(-abs(m))) for m in margins])
+        assert loss.item() == pytest.approx(exact, rel=1e-12)
+        loss.backward()
+        expected = [(minitorch.operators.sigmoid(value) - label) / len(values) for value in values]
+        np.testing.assert_allclose(scores.grad.to_numpy().ravel(), expected, rtol=1e-12, atol=1e-18)
