@@ -34,7 +34,7 @@ LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
-	@echo "make test                sync check, pytest, notebook tests, exercise round trip"
+	@echo "make test                sync check, pytest, notebook tests, exercise round trip, learner loop"
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
 	@echo "make check TASK=0.1      run the checks of one exercise task; lists the functions still to implement"
 	@echo "make learner-loop        run a fresh edition's notebooks in kernels, untouched and with every solution typed in"
@@ -72,11 +72,12 @@ test: venv
 	$(MAKE) --no-print-directory pytest; \
 	$(MAKE) --no-print-directory nbtest; \
 	$(MAKE) --no-print-directory roundtrip; \
+	$(MAKE) --no-print-directory learner-loop; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
 
 sync: $(STAMP)
 	@echo "== sync: notebooks export exactly the committed package, and are clean"
-	PATH=$(CURDIR)/$(BIN):$$PATH bash .ci/sync_check.sh
+	PATH=$(abspath $(BIN)):$$PATH bash .ci/sync_check.sh
 
 pytest: venv
 	@echo "== pytest tests/"
@@ -160,6 +161,7 @@ browser-tools: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 e2e: $(E2E_STAMP) $(CHROMIUM) lab-settings
 	@echo "== e2e: every notebook run in JupyterLab through a browser, flagged cells too"
 	$(BIN)/python tools/site/e2e.py
+	$(BIN)/python tools/site/learner_demo.py 23_tensor_functions.ipynb
 
 html: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 	@echo "== html: execute the notebooks, render them to _site/, check a formula renders in Chromium"
