@@ -7,8 +7,8 @@ __all__ = ['FAST', 'conv_output_size', 'as_array', 'from_array', 'conv1d_forward
            'conv1d_backward_weight_kernel', 'conv2d_forward_kernel', 'conv2d_backward_input_kernel',
            'conv2d_backward_weight_kernel', 'fast_conv2d_forward_kernel', 'fast_conv2d_backward_input_kernel',
            'fast_conv2d_backward_weight_kernel', 'padded_planes', 'stride_one_geometry', 'fast_conv2d',
-           'fast_conv2d_backward', 'as_pair', 'check_conv', 'conv_forward', 'conv_backward', 'Conv1dFun', 'Conv2dFun',
-           'conv1d', 'conv2d']
+           'fast_conv2d_backward', 'as_pair', 'check_conv', 'uses_course_kernels', 'end_padded', 'course_conv',
+           'course_conv_backward', 'conv_forward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
 from typing import Sequence
@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .autodiff import Context
+from .fast_ops import CourseOps
 from .tensor import Tensor
 from .tensor_data import TensorData
 from .tensor_functions import Function
@@ -326,28 +327,83 @@ def check_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple
         raise ValueError(f"{name}: the kernel {weight.shape[2:]} is larger than the input {input.shape[2:]} "
                          f"padded by {padding if ends == padding else f'{padding} before and {ends} after'} ({padded})")
 
+# %% ../nbs/40_conv.ipynb #02b99955
+def uses_course_kernels(a: Tensor) -> bool:
+    "Whether convolutions of `a` run your formula kernels: `a` lives on `CourseBackend` (a `CourseOps` backend)."
+    return issubclass(a.backend.ops, CourseOps)
+
+
+def end_padded(input: np.ndarray, padding: Sequence[int], padding_end: Sequence[int]) -> np.ndarray:
+    "`input` with the zeros `padding_end` asks for beyond `padding` appended to each spatial dim (no copy if none)."
+    extra = [end - start for start, end in zip(padding, padding_end)]
+    return np.pad(input, [(0, 0), (0, 0)] + [(0, count) for count in extra]) if any(extra) else input
+
+
+def course_conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
+                padding: tuple[int, int], padding_end: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    "The convolution by your kernels (1-D for a 3-D input, 2-D for 4-D), and the end-padded input backward needs."
+    spatial = input.ndim - 2
+    stride, padding = stride[-spatial:], padding[-spatial:]
+    padded = end_padded(input, padding, padding_end[-spatial:])
+    out = np.empty((input.shape[0], weight.shape[0],
+                    *(conv_output_size(size, kernel, step, pad)
+                      for size, kernel, step, pad in zip(padded.shape[2:], weight.shape[2:], stride, padding))))
+    forward = conv1d_forward_kernel if spatial == 1 else conv2d_forward_kernel
+    forward(out, padded, weight, bias, *stride, *padding)
+    return out, padded
+
+
+def course_conv_backward(grad_out: np.ndarray, padded: np.ndarray, weight: np.ndarray, input_shape: Sequence[int],
+                         stride: tuple[int, int], padding: tuple[int, int], input_grad: bool = True,
+                         weight_grad: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+    "The gradients of `course_conv` for its input and its weight by your kernels; None for a gradient not asked for."
+    spatial = padded.ndim - 2
+    stride, padding = stride[-spatial:], padding[-spatial:]
+    backward_input, backward_weight = ((conv1d_backward_input_kernel, conv1d_backward_weight_kernel) if spatial == 1
+                                       else (conv2d_backward_input_kernel, conv2d_backward_weight_kernel))
+    grad_input = grad_weight = None
+    if input_grad:
+        grad_padded = np.empty(padded.shape)
+        backward_input(grad_padded, grad_out, weight, *stride, *padding)
+        grad_input = grad_padded[(..., *(slice(0, size) for size in input_shape[2:]))]
+    if weight_grad:
+        grad_weight = np.empty(weight.shape)
+        backward_weight(grad_weight, grad_out, padded, *stride, *padding)
+    return grad_input, grad_weight
+
 # %% ../nbs/40_conv.ipynb #7e69f253
 def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
                  padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
-    "The convolution of `Conv1dFun`/`Conv2dFun` (a 3-D input is read as maps of height 1); saves what backward needs."
+    "Convolve by your kernels on `CourseBackend`, else by the fast ones; save what `conv_backward` needs."
     input_values, weight_values = as_array(input), as_array(weight)
-    if input.dims == 3:
-        input_values, weight_values = input_values[:, :, None], weight_values[:, :, None]
     bias_values = np.zeros(weight.shape[0]) if bias is None else as_array(bias)
-    out, planes = fast_conv2d(input_values, weight_values, bias_values, stride, padding, padding_end)
+    course = uses_course_kernels(input)
+    if course:
+        out, padded = course_conv(input_values, weight_values, bias_values, stride, padding, padding_end)
+    else:  # a 3-D input is read as maps of height 1
+        if input.dims == 3:
+            input_values, weight_values = input_values[:, :, None], weight_values[:, :, None]
+        out, padded = fast_conv2d(input_values, weight_values, bias_values, stride, padding, padding_end)
+        out = out[:, :, 0] if input.dims == 3 else out
     tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
-    ctx.save_for_backward(planes, weight_values, input.shape, weight.shape, stride, padding, padding_end, tracking)
-    return from_array(out[:, :, 0] if input.dims == 3 else out, input)
+    ctx.save_for_backward(course, padded, weight_values, input.shape, weight.shape, stride, padding, padding_end,
+                          tracking)
+    return from_array(out, input)
 
 
 def conv_backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     "The gradients of input, weight and bias saved by `conv_forward` (None where the input does not track them)."
-    planes, weight_values, input_shape, weight_shape, stride, padding, padding_end, tracking = ctx.saved_values
+    course, padded, weight_values, input_shape, weight_shape, stride, padding, padding_end, tracking = ctx.saved_values
     grad_values = as_array(grad_output)
-    grad_maps = grad_values[:, :, None] if len(input_shape) == 3 else grad_values
-    maps_shape = (*input_shape[:2], 1, input_shape[2]) if len(input_shape) == 3 else input_shape
-    grad_input, grad_weight = fast_conv2d_backward(grad_maps, planes, weight_values, maps_shape, stride, padding,
-                                                   input_grad=tracking[0], weight_grad=tracking[1], padding_end=padding_end)
+    if course:
+        grad_input, grad_weight = course_conv_backward(grad_values, padded, weight_values, input_shape, stride, padding,
+                                                       input_grad=tracking[0], weight_grad=tracking[1])
+    else:
+        grad_maps = grad_values[:, :, None] if len(input_shape) == 3 else grad_values
+        maps_shape = (*input_shape[:2], 1, input_shape[2]) if len(input_shape) == 3 else input_shape
+        grad_input, grad_weight = fast_conv2d_backward(grad_maps, padded, weight_values, maps_shape, stride, padding,
+                                                       input_grad=tracking[0], weight_grad=tracking[1],
+                                                       padding_end=padding_end)
     grad_bias = grad_values.sum(axis=tuple(dim for dim in range(grad_values.ndim) if dim != 1)) if tracking[2] else None
     return tuple(None if values is None else from_array(values.reshape(shape), grad_output)
                  for values, shape in ((grad_input, input_shape), (grad_weight, weight_shape),

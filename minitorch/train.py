@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .checkpoint import save_checkpoint
 from .conv import conv_output_size
 from .datasets import digits, mnist
-from .fast_ops import FastBackend
+from .fast_ops import CourseBackend, FastBackend
 from .module import Module
 from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entropy
 from .optim import Optimizer
@@ -31,7 +31,7 @@ from .tensor_ops import SimpleBackend, TensorBackend
 # %% ../nbs/44_mnist.ipynb #7b8d51ba
 DATASETS = ("mnist", "digits")
 MODELS = ("lenet", "mlp")
-BACKENDS = ("fast", "simple", "cuda")
+BACKENDS = ("fast", "course", "simple", "cuda")
 
 
 @dataclass
@@ -196,7 +196,8 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--epochs", type=positive(int), default=8)
     options.add_argument("--batch-size", type=positive(int), default=64)
     options.add_argument("--lr", type=positive(float), default=0.002, help="Adam's learning rate")
-    options.add_argument("--backend", choices=BACKENDS, default="fast")
+    options.add_argument("--backend", choices=BACKENDS, default="fast",
+                         help="fast: the tuned kernels; course: your kernels (tasks 3.2, 4.1, 4.2)")
     options.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch order")
     options.add_argument("--checkpoint", type=Path, default=None, help="write the best model here (.npz)")
     options.add_argument("--limit", type=positive(int), default=None,
@@ -209,7 +210,7 @@ def backend_named(name: str) -> TensorBackend:
     if name == "cuda":
         from minitorch.cuda_ops import CudaOps
         return TensorBackend(CudaOps)
-    return {"fast": FastBackend, "simple": SimpleBackend}[name]
+    return {"fast": FastBackend, "course": CourseBackend, "simple": SimpleBackend}[name]
 
 
 def main(argv: Sequence[str] | None = None) -> History:

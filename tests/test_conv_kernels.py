@@ -1,4 +1,5 @@
-"""The formula kernels of conv1d and conv2d (the exercises) against the NumPy formula and the fast kernels the layers run."""
+"""The formula kernels of conv1d and conv2d (the exercises) against the NumPy formula and the fast kernels the layers
+run by default; on CourseBackend the layers run the formula kernels."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,10 +7,11 @@ from hypothesis import strategies as st
 from test_conv import conv_cases, conv_reference
 
 import minitorch.conv
-from minitorch import Conv1dFun, Conv2dFun, FastBackend, conv2d, tensor
+from minitorch import Conv1dFun, Conv2dFun, FastBackend, conv1d, conv2d, tensor
 from minitorch.conv import (conv1d_backward_input_kernel, conv1d_backward_weight_kernel, conv1d_forward_kernel,
                             conv2d_backward_input_kernel, conv2d_backward_weight_kernel, conv2d_forward_kernel,
                             conv_output_size, fast_conv2d, fast_conv2d_backward)
+from minitorch.fast_ops import CourseBackend
 
 FORMULA_KERNELS = {1: (conv1d_forward_kernel, conv1d_backward_input_kernel, conv1d_backward_weight_kernel),
                    2: (conv2d_forward_kernel, conv2d_backward_input_kernel, conv2d_backward_weight_kernel)}
@@ -74,3 +76,44 @@ def test_conv_functions_take_two_arguments_as_in_the_classic_course():
                                conv_reference(padded_signal, taps, np.zeros(4), (1,), (0,)), rtol=1e-12)
     np.testing.assert_allclose(Conv2dFun.apply(tensor(images), tensor(kernels), stride=2, padding=1).to_numpy(),
                                conv_reference(images, kernels, np.zeros(4), (2, 2), (1, 1)), rtol=1e-12)
+
+
+def output_and_gradients(convolve, arrays, backend):
+    "The output of `convolve(*tensors)` on `backend` and the gradients of all its arguments, for a fixed weighting."
+    tensors = [tensor(values, backend=backend, requires_grad=True) for values in arrays]
+    out = convolve(*tensors)
+    weighting = np.cos(np.arange(out.size)).reshape(out.shape)
+    (out * tensor(weighting, backend=backend)).sum().backward()
+    return [out.to_numpy()] + [item.grad.to_numpy() for item in tensors]
+
+
+@pytest.mark.parametrize("spatial", [pytest.param(1, marks=pytest.mark.task("4.1")),
+                                     pytest.param(2, marks=pytest.mark.task("4.2"))])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_course_backend_convolves_with_your_kernels_as_the_fast_path_does(spatial, data):
+    input, weight, bias, stride, padding = data.draw(conv_cases(spatial))
+    convolve = {1: lambda x, w, b: conv1d(x, w, b, stride=stride[0], padding=padding[0]),
+                2: lambda x, w, b: conv2d(x, w, b, stride=stride, padding=padding)}[spatial]
+    classic = {1: Conv1dFun.apply, 2: Conv2dFun.apply}[spatial]  # zeros after the input only
+    for call in (convolve, classic):
+        yours, fast = (output_and_gradients(call, (input, weight, bias), backend)
+                       for backend in (CourseBackend, FastBackend))
+        for mine, theirs in zip(yours, fast):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.task("4.2")
+def test_course_backend_runs_your_kernels_and_skips_gradients_nobody_needs(monkeypatch):
+    def refuse(*arguments):
+        raise AssertionError("a kernel ran that should not have")
+
+    for name in ("fast_conv2d", "fast_conv2d_backward", "conv2d_backward_input_kernel"):
+        monkeypatch.setattr(minitorch.conv, name, refuse)
+    rng = np.random.default_rng(2)
+    images = tensor(rng.normal(size=(2, 1, 6, 6)), backend=CourseBackend)
+    weight = tensor(rng.normal(size=(3, 1, 3, 3)), backend=CourseBackend, requires_grad=True)
+    conv2d(images, weight, padding=1).sum().backward()
+    assert images.grad is None and weight.grad.shape == (3, 1, 3, 3)
+    with pytest.raises(AssertionError, match="should not"):
+        conv2d(images.detach().requires_grad_(), weight).sum().backward()

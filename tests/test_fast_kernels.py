@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
 
-from minitorch import fast_ops, operators, tensor_ops
+from minitorch import fast_ops, operators, tensor, tensor_ops
 from minitorch.tensor_data import TensorData, shape_broadcast
 
 MAP_FUNCTIONS = [operators.neg, operators.sigmoid, operators.relu, operators.exp, operators.id]
@@ -142,3 +142,38 @@ def test_fast_matrix_multiply_across_panel_block_and_depth_edges(a_shape, b_shap
 def test_kernel_factories_compile_once_per_function():
     assert fast_ops.tensor_map(operators.neg) is fast_ops.tensor_map(operators.neg)
     assert fast_ops.tensor_zip(operators.add) is not fast_ops.tensor_zip(operators.mul)
+
+
+def transposed_view(values, backend):
+    "A tensor of `values` whose last two dims are a transposed view (columns not adjacent), as in a backward pass."
+    order = (*range(values.ndim - 2), values.ndim - 1, values.ndim - 2)
+    return tensor(np.ascontiguousarray(values.transpose(order)), backend=backend).permute(*order)
+
+
+@pytest.mark.task("3.2")
+@pytest.mark.parametrize("a_shape, b_shape", [((5, 7), (7, 3)), ((64, 784), (784, 128)), ((2, 17, 130), (130, 9)),
+                                              ((1, 40, 300), (3, 300, 5))])
+def test_course_backend_multiplies_with_your_kernel_as_the_tuned_one_does(a_shape, b_shape):
+    rng = np.random.default_rng(a_shape[-1])
+    a_values, b_values = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    for b_of in (lambda backend: tensor(b_values, backend=backend), lambda backend: transposed_view(b_values, backend)):
+        yours, tuned = ((tensor(a_values, backend=backend) @ b_of(backend)).to_numpy()
+                        for backend in (fast_ops.CourseBackend, fast_ops.FastBackend))
+        np.testing.assert_allclose(yours, a_values @ b_values, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(yours, tuned, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("backend, kernel", [(fast_ops.CourseBackend, "tensor_matrix_multiply"),
+                                             (fast_ops.FastBackend, "fast_matrix_multiply")])
+@pytest.mark.parametrize("size", [4, 128])  # one thread, and every thread
+def test_each_backend_runs_its_own_matrix_multiply(monkeypatch, backend, kernel, size):
+    asked, kernel_for = [], fast_ops.kernel_for
+
+    def recording(chosen, work, tasks_at_a_time=0):
+        asked.append(chosen)
+        return kernel_for(chosen, work, tasks_at_a_time)
+
+    monkeypatch.setattr(fast_ops, "kernel_for", recording)
+    a = tensor(np.ones((size, size)), backend=backend)
+    assert np.array_equal((a @ a).to_numpy(), np.full((size, size), float(size)))
+    assert asked == [getattr(fast_ops, kernel)]

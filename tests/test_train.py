@@ -114,3 +114,13 @@ def test_command_on_an_mnist_subset():
     assert result.returncode == 0, result.stderr[-2000:]
     assert "400 training, 100 validation images" in result.stdout
     assert float(result.stdout.strip().splitlines()[-1].split(": ")[1]) > 0.3
+
+
+@pytest.mark.task("4.8")  # with your kernels of tasks 3.2 and 4.2
+@pytest.mark.parametrize("model", ["lenet", "mlp"])
+def test_your_kernels_train_to_the_losses_of_the_tuned_ones(model):
+    options = ["--dataset", "digits", "--model", model, "--epochs", "2", "--batch-size", "32", "--limit", "640"]
+    yours, tuned = (main([*options, "--backend", backend]) for backend in ("course", "fast"))
+    assert len(yours.step_loss) == 40
+    np.testing.assert_allclose(yours.step_loss, tuned.step_loss, rtol=1e-9, atol=0)
+    assert yours.valid_accuracy == tuned.valid_accuracy
