@@ -33,8 +33,8 @@ from .tensor_data import (Index, IndexingError, OutIndex, Shape, Storage, Stride
                                    UserShape, UserStrides, broadcast_index, index_to_position, shape_broadcast,
                                    strides_from_shape, to_index)
 from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
-from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
+from .tensor_functions import Function, grad_check
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
 from .optimizers import Adam

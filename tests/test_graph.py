@@ -101,7 +101,7 @@ def tensor_texts(drawing):
     return [text.text for text in ElementTree.fromstring(drawing.svg).iter(f"{SVG}text")]
 
 
-@pytest.mark.task("2.4")
+@pytest.mark.task("2.7")
 def test_tensors_are_drawn_by_shape_summary_and_gradient_norm():
     x = tensor(np.arange(6.0).reshape(2, 3) - 2.0, requires_grad=True)
     w = tensor([0.5, -1.0, 2.0], requires_grad=True)
@@ -130,7 +130,7 @@ def boxes(drawing):
     return found
 
 
-@pytest.mark.task("2.4")
+@pytest.mark.task("2.7")
 def test_tensor_constants_are_drawn_and_boxes_fit_their_text():
     x = tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
     drawing = draw_graph((x * 2.0 + 1.0).relu().mean())
