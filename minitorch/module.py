@@ -105,34 +105,6 @@ class Module:
         return self
         # END SOLUTION
 
-    def state_dict(self) -> dict[str, Any]:
-        "Every parameter's value by dotted name, tensors detached from their graphs: what a checkpoint stores."
-        # BEGIN SOLUTION 4.6
-        state = {}
-        for name, parameter in self.named_parameters():
-            value = parameter.value
-            state[name] = value.detach() if hasattr(value, "detach") else value
-        return state
-        # END SOLUTION
-
-    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
-        "Set parameters from `state`; one error names every missing, unexpected (if `strict`) and misshaped entry."
-        parameters = dict(self.named_parameters())
-        # BEGIN SOLUTION 4.6
-        missing = [name for name in parameters if name not in state] if strict else []
-        unexpected = [name for name in state if name not in parameters] if strict else []
-        shapes = {name: (getattr(parameters[name].value, "shape", None), getattr(value, "shape", None))
-                  for name, value in state.items() if name in parameters}
-        misshaped = [f"{name} (model {model}, state {given})" for name, (model, given) in shapes.items() if model != given]
-        problems = [f"{kind}: {', '.join(names)}" for kind, names in
-                    [("missing", missing), ("unexpected", unexpected), ("wrong shape", misshaped)] if names]
-        # END SOLUTION
-        if problems:
-            raise ValueError(f"cannot load the state into {type(self).__name__}: {'; '.join(problems)}")
-        for name, value in state.items():
-            if name in parameters:
-                parameters[name].update(value)
-
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         "The computation of this module; subclasses define it."
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
