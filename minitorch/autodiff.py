@@ -47,7 +47,7 @@ class Variable(Protocol):
 # %% ../nbs/12_autodiff.ipynb #419931eb
 def topological_sort(variable: Variable) -> list[Variable]:
     "The non-constant nodes of the graph ending at `variable`, output first, each before the nodes it uses."
-    # BEGIN SOLUTION 1.4
+    # BEGIN SOLUTION 1.6
     finished: list[Variable] = []
     seen: set[int] = set()
     stack: list[tuple[Variable, bool]] = [(variable, False)]
@@ -71,7 +71,7 @@ def topological_sort(variable: Variable) -> list[Variable]:
 # %% ../nbs/12_autodiff.ipynb #bc46b7ec
 def backpropagate(variable: Variable, deriv: Any) -> None:
     "Send `deriv` (the derivative of the final output with respect to `variable`) back to the leaves."
-    # BEGIN SOLUTION 1.4
+    # BEGIN SOLUTION 1.6
     pending = {variable.unique_id: deriv}
     for node in topological_sort(variable):
         d_output = pending.pop(node.unique_id)

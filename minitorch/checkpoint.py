@@ -26,7 +26,7 @@ from .tensor import Tensor, tensor
 @patch
 def state_dict(self: Module) -> dict[str, Any]:
     "Every parameter's value by dotted name, tensors detached from their graphs: what a checkpoint stores."
-    # BEGIN SOLUTION 4.6
+    # BEGIN SOLUTION 4.7
     state = {}
     for name, parameter in self.named_parameters():
         value = parameter.value
@@ -38,7 +38,7 @@ def state_dict(self: Module) -> dict[str, Any]:
 def load_state_dict(self: Module, state: dict[str, Any], strict: bool = True) -> None:
     "Set parameters from `state`; one error names every missing, unexpected (if `strict`) and misshaped entry."
     parameters = dict(self.named_parameters())
-    # BEGIN SOLUTION 4.6
+    # BEGIN SOLUTION 4.7
     missing = [name for name in parameters if name not in state] if strict else []
     unexpected = [name for name in state if name not in parameters] if strict else []
     shapes = {name: (getattr(parameters[name].value, "shape", None), getattr(value, "shape", None))

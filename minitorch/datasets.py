@@ -95,7 +95,7 @@ def parse_idx(data: bytes, source: str = "IDX data") -> np.ndarray:
     "The array held by IDX `data` (raw or gzip-compressed); `source` names it in error messages."
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    # BEGIN SOLUTION 4.7
+    # BEGIN SOLUTION 4.8
     if len(data) < 4 or data[:2] != b"\x00\x00" or data[2] not in IDX_TYPES:
         raise ValueError(f"{source} is not IDX data: it starts with bytes {data[:4].hex(' ')!r}, "
                          f"expected 00 00, a type code in {sorted(IDX_TYPES)} and a number of dimensions")

@@ -66,7 +66,7 @@ class Module:
 
     def modules(self) -> list["Module"]:
         "Every module below this one (not including itself), depth first."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         found = []
         for child in self._modules.values():
             found.append(child)
@@ -76,7 +76,7 @@ class Module:
 
     def named_parameters(self) -> list[tuple[str, Parameter]]:
         "Every parameter of the tree with its dotted path, such as `layer1.weight`."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         named = list(self._parameters.items())
         for child_name, child in self._modules.items():
             named.extend((f"{child_name}.{name}", parameter) for name, parameter in child.named_parameters())
@@ -85,13 +85,13 @@ class Module:
 
     def parameters(self) -> list[Parameter]:
         "Every parameter of the tree."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         return [parameter for _, parameter in self.named_parameters()]
         # END SOLUTION
 
     def train(self) -> "Module":
         "Put this module and all below it in training mode."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         for module in [self, *self.modules()]:
             object.__setattr__(module, "training", True)
         return self
@@ -99,7 +99,7 @@ class Module:
 
     def eval(self) -> "Module":
         "Put this module and all below it in evaluation mode."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         for module in [self, *self.modules()]:
             object.__setattr__(module, "training", False)
         return self

@@ -46,7 +46,7 @@ class SGD(Optimizer):
             if gradient is None:
                 continue
             direction = self.direction(parameter, gradient)
-            # BEGIN SOLUTION 1.5
+            # BEGIN SOLUTION 1.7
             parameter.update(parameter.value - self.lr * direction)
             # END SOLUTION
 

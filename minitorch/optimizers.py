@@ -34,7 +34,7 @@ def direction(self: SGD, parameter: Parameter, gradient: Any) -> Any:
     if not self.momentum:
         return gradient
     previous = self.velocities.get(parameter)
-    # BEGIN SOLUTION 4.5
+    # BEGIN SOLUTION 4.6
     velocity = gradient if previous is None else self.momentum * previous + gradient
     # END SOLUTION
     self.velocities[parameter] = velocity
@@ -91,7 +91,7 @@ class Adam(Optimizer):
     def adam_step(self, moments: AdamMoments, gradient: np.ndarray) -> np.ndarray:
         "Fold `gradient` into `moments` and return the step to subtract from the parameter."
         beta1, beta2 = self.betas
-        # BEGIN SOLUTION 4.5
+        # BEGIN SOLUTION 4.6
         moments.count += 1
         moments.mean = beta1 * moments.mean + (1.0 - beta1) * gradient
         moments.square = beta2 * moments.square + (1.0 - beta2) * gradient * gradient

@@ -43,7 +43,7 @@ make lab          # first time: sets up .venv (a minute), then opens JupyterLab 
 On a server: `make lab LAB_FLAGS="--no-browser --ip 127.0.0.1 --port 8890"` and open the printed URL.
 Begin with **task {first}** in `nbs/{first_notebook}`: read from the top, run the cells in order
 (**Run > Run All Cells** stops at the first cell that needs your code), and fill in the function that
-names the task. Where each task's code is written (a few chapter 4 tasks extend earlier notebooks):
+names the task. Where each task's code is written:
 
 {task_list}
 
