@@ -140,3 +140,19 @@ def test_a_solution_is_put_back_only_where_the_stub_is_untouched(tmp_path, monke
 def test_the_course_itself_has_no_solution_file_to_show():
     with pytest.raises(SystemExit, match="not an exercise edition"):
         solution.main(["0.1"])
+
+
+first_errors_spec = importlib.util.spec_from_file_location("first_errors", Path(__file__).parent.parent / "tools" / "course" / "first_errors.py")
+first_errors = importlib.util.module_from_spec(first_errors_spec)
+first_errors_spec.loader.exec_module(first_errors)
+
+
+@pytest.mark.parametrize("outcome, task", [
+    ("cell 8: NotImplementedError: Task 0.1 is not done yet: implement `mul`", ("0", "1")),
+    ("cell 23: NotImplementedError: tid=[6, 0, 0] ctaid=[0, 0, 0]: Task 3.3 is not done yet: implement `k`", ("3", "3")),
+    ("cell 4: ModuleNotFoundError: No module named 'minitorch.tensor_functions'", None),
+])
+def test_a_first_error_is_read_as_the_stub_of_its_task(outcome, task):
+    stub = first_errors.STUB.search(outcome)
+    assert (stub.groups() if stub else None) == task
+    assert first_errors.chapter("23_tensor_functions.ipynb") == 2
