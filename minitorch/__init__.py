@@ -24,17 +24,17 @@ from .datasets import Graph, MNISTNotFoundError, datasets, digits, mnist, read_i
 from .module import Module, Parameter
 from .testing import MathCase, MathTest, MathTestVariable, math_cases
 from .derivatives import central_difference
-from .autodiff import Context, Variable, backpropagate, topological_sort
-from .scalar import (EQ, LT, Add, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarFunction, ScalarHistory,
-                              Sigmoid, derivative_check)
+from .autodiff import Variable, backpropagate, derivative_check, topological_sort
+from .scalar import (EQ, LT, Add, Context, Exp, Inv, Log, Mul, Neg, ReLU, Scalar, ScalarFunction,
+                              ScalarHistory, Sigmoid)
 from .graph import GraphDrawing, draw_graph
 from .optim import SGD, Optimizer
 from .tensor_data import (Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData, UserIndex,
                                    UserShape, UserStrides, broadcast_index, index_to_position, shape_broadcast,
                                    strides_from_shape, to_index)
 from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
-from .tensor_functions import Function, grad_check
 from .tensor import Tensor, ones, rand, tensor, zeros
+from .tensor_functions import Function, grad_check
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
 from .optimizers import Adam

@@ -16,10 +16,42 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+from fastcore.basics import patch
 
 from .module import Module
 from .scalar import Scalar
 from .tensor import Tensor, tensor
+
+# %% ../nbs/43_checkpoint.ipynb #018d9f4a
+@patch
+def state_dict(self: Module) -> dict[str, Any]:
+    "Every parameter's value by dotted name, tensors detached from their graphs: what a checkpoint stores."
+    # BEGIN SOLUTION 4.7
+    state = {}
+    for name, parameter in self.named_parameters():
+        value = parameter.value
+        state[name] = value.detach() if hasattr(value, "detach") else value
+    return state
+    # END SOLUTION
+
+@patch
+def load_state_dict(self: Module, state: dict[str, Any], strict: bool = True) -> None:
+    "Set parameters from `state`; one error names every missing, unexpected (if `strict`) and misshaped entry."
+    parameters = dict(self.named_parameters())
+    # BEGIN SOLUTION 4.7
+    missing = [name for name in parameters if name not in state] if strict else []
+    unexpected = [name for name in state if name not in parameters] if strict else []
+    shapes = {name: (getattr(parameters[name].value, "shape", None), getattr(value, "shape", None))
+              for name, value in state.items() if name in parameters}
+    misshaped = [f"{name} (model {model}, state {given})" for name, (model, given) in shapes.items() if model != given]
+    problems = [f"{kind}: {', '.join(names)}" for kind, names in
+                [("missing", missing), ("unexpected", unexpected), ("wrong shape", misshaped)] if names]
+    # END SOLUTION
+    if problems:
+        raise ValueError(f"cannot load the state into {type(self).__name__}: {'; '.join(problems)}")
+    for name, value in state.items():
+        if name in parameters:
+            parameters[name].update(value)
 
 # %% ../nbs/43_checkpoint.ipynb #8a74b3c5
 def as_array(name: str, value: Any) -> np.ndarray:

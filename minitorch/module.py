@@ -66,7 +66,7 @@ class Module:
 
     def modules(self) -> list["Module"]:
         "Every module below this one (not including itself), depth first."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         found = []
         for child in self._modules.values():
             found.append(child)
@@ -76,7 +76,7 @@ class Module:
 
     def named_parameters(self) -> list[tuple[str, Parameter]]:
         "Every parameter of the tree with its dotted path, such as `layer1.weight`."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         named = list(self._parameters.items())
         for child_name, child in self._modules.items():
             named.extend((f"{child_name}.{name}", parameter) for name, parameter in child.named_parameters())
@@ -85,13 +85,13 @@ class Module:
 
     def parameters(self) -> list[Parameter]:
         "Every parameter of the tree."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         return [parameter for _, parameter in self.named_parameters()]
         # END SOLUTION
 
     def train(self) -> "Module":
         "Put this module and all below it in training mode."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         for module in [self, *self.modules()]:
             object.__setattr__(module, "training", True)
         return self
@@ -99,39 +99,11 @@ class Module:
 
     def eval(self) -> "Module":
         "Put this module and all below it in evaluation mode."
-        # BEGIN SOLUTION 0.3
+        # BEGIN SOLUTION 0.4
         for module in [self, *self.modules()]:
             object.__setattr__(module, "training", False)
         return self
         # END SOLUTION
-
-    def state_dict(self) -> dict[str, Any]:
-        "Every parameter's value by dotted name, tensors detached from their graphs: what a checkpoint stores."
-        # BEGIN SOLUTION 4.6
-        state = {}
-        for name, parameter in self.named_parameters():
-            value = parameter.value
-            state[name] = value.detach() if hasattr(value, "detach") else value
-        return state
-        # END SOLUTION
-
-    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
-        "Set parameters from `state`; one error names every missing, unexpected (if `strict`) and misshaped entry."
-        parameters = dict(self.named_parameters())
-        # BEGIN SOLUTION 4.6
-        missing = [name for name in parameters if name not in state] if strict else []
-        unexpected = [name for name in state if name not in parameters] if strict else []
-        shapes = {name: (getattr(parameters[name].value, "shape", None), getattr(value, "shape", None))
-                  for name, value in state.items() if name in parameters}
-        misshaped = [f"{name} (model {model}, state {given})" for name, (model, given) in shapes.items() if model != given]
-        problems = [f"{kind}: {', '.join(names)}" for kind, names in
-                    [("missing", missing), ("unexpected", unexpected), ("wrong shape", misshaped)] if names]
-        # END SOLUTION
-        if problems:
-            raise ValueError(f"cannot load the state into {type(self).__name__}: {'; '.join(problems)}")
-        for name, value in state.items():
-            if name in parameters:
-                parameters[name].update(value)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         "The computation of this module; subclasses define it."

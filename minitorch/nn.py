@@ -161,7 +161,7 @@ def maxpool2d(input: Tensor, kernel: int | Sequence[int]) -> Tensor:
 def softmax(input: Tensor, dim: int) -> Tensor:
     "exp(input) normalised to sum to 1 over `dim`, computed without overflow."
     dim = input._dim(dim)
-    # BEGIN SOLUTION 4.3
+    # BEGIN SOLUTION 4.4
     exps = (input - max(input.detach(), dim)).exp()
     return exps / exps.sum(dim)
     # END SOLUTION
@@ -170,7 +170,7 @@ def softmax(input: Tensor, dim: int) -> Tensor:
 def logsoftmax(input: Tensor, dim: int) -> Tensor:
     "The log of `softmax(input, dim)`, computed without overflow or log(0)."
     dim = input._dim(dim)
-    # BEGIN SOLUTION 4.3
+    # BEGIN SOLUTION 4.4
     shifted = input - max(input.detach(), dim)
     return shifted - shifted.exp().sum(dim).log()
     # END SOLUTION
@@ -184,7 +184,7 @@ def dropout(input: Tensor, rate: float, ignore: bool = False, rng: int | np.rand
         return input
     if rate == 1.0:
         return input * 0.0
-    # BEGIN SOLUTION 4.3
+    # BEGIN SOLUTION 4.4
     keep = np.random.default_rng(rng).random(input.shape) >= rate
     return input * tensor(keep / (1.0 - rate), backend=input.backend)
     # END SOLUTION
@@ -207,7 +207,7 @@ def nll_loss(log_probs: Tensor, labels: Sequence[int] | np.ndarray | Tensor) -> 
     if log_probs.dims != 2:
         raise ValueError(f"nll_loss takes (N, C) log-probabilities, got shape {log_probs.shape}")
     indices = class_labels(labels, *log_probs.shape)
-    # BEGIN SOLUTION 4.3
+    # BEGIN SOLUTION 4.4
     one_hot = tensor(np.eye(log_probs.shape[1])[indices], backend=log_probs.backend)
     return -(log_probs * one_hot).sum(1).mean()
     # END SOLUTION
@@ -230,7 +230,7 @@ def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: int | np.random
                    backend: TensorBackend = SimpleBackend) -> Tensor:
     "Glorot-uniform weights: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
-    # BEGIN SOLUTION 4.4
+    # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend)
     # END SOLUTION
@@ -240,7 +240,7 @@ def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.
                   backend: TensorBackend = SimpleBackend) -> Tensor:
     "Glorot-normal weights: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
-    # BEGIN SOLUTION 4.4
+    # BEGIN SOLUTION 4.5
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
     return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend)
     # END SOLUTION
@@ -250,7 +250,7 @@ def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int
                     backend: TensorBackend = SimpleBackend) -> Tensor:
     "He-uniform weights for ReLU layers: U(-b, b) with b = gain * sqrt(3 / fan_in)."
     fan_in, _ = fans(shape)
-    # BEGIN SOLUTION 4.4
+    # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(3.0 / fan_in)
     return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend)
     # END SOLUTION
@@ -260,7 +260,7 @@ def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int 
                    backend: TensorBackend = SimpleBackend) -> Tensor:
     "He-normal weights for ReLU layers: N(0, std^2) with std = gain / sqrt(fan_in)."
     fan_in, _ = fans(shape)
-    # BEGIN SOLUTION 4.4
+    # BEGIN SOLUTION 4.5
     std = gain / math.sqrt(fan_in)
     return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend)
     # END SOLUTION
@@ -290,7 +290,7 @@ class Linear(Module):
         if input.dims != 2 or input.shape[1] != self.in_features:
             raise ValueError(f"Linear(in_features={self.in_features}) takes an (N, {self.in_features}) input, "
                              f"got shape {input.shape}")
-        # BEGIN SOLUTION 4.4
+        # BEGIN SOLUTION 4.5
         out = input @ self.weight.value.permute(1, 0)
         return out if self.bias is None else out + self.bias.value
         # END SOLUTION
@@ -312,7 +312,7 @@ class Conv1d(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         "The (N, out_channels, W_out) outputs of an (N, in_channels, W) batch."
-        # BEGIN SOLUTION 4.4
+        # BEGIN SOLUTION 4.5
         bias = None if self.bias is None else self.bias.value
         return conv1d(input, self.weight.value, bias, self.stride, self.padding)
         # END SOLUTION
@@ -336,7 +336,7 @@ class Conv2d(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         "The (N, out_channels, H_out, W_out) outputs of an (N, in_channels, H, W) batch."
-        # BEGIN SOLUTION 4.4
+        # BEGIN SOLUTION 4.5
         bias = None if self.bias is None else self.bias.value
         return conv2d(input, self.weight.value, bias, self.stride, self.padding)
         # END SOLUTION

@@ -69,7 +69,7 @@ def is_close(x: float, y: float) -> float:
 # %% ../nbs/00_operators.ipynb #3a056d8b
 def sigmoid(x: float) -> float:
     "The logistic function 1 / (1 + e^-x), stable for large |x|."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
     exp_x = math.exp(x)
@@ -79,56 +79,56 @@ def sigmoid(x: float) -> float:
 
 def relu(x: float) -> float:
     "`x` if it is positive, else 0.0."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return float(x) if x > 0 else 0.0
     # END SOLUTION
 
 
 def log(x: float) -> float:
     "The natural logarithm of `x`."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return math.log(x)
     # END SOLUTION
 
 
 def exp(x: float) -> float:
     "e to the power `x`."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return math.exp(x)
     # END SOLUTION
 
 
 def inv(x: float) -> float:
     "The reciprocal 1 / x."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return 1.0 / x
     # END SOLUTION
 
 # %% ../nbs/00_operators.ipynb #fcf6a3fb
 def log_back(x: float, d: float) -> float:
     "`d` times the derivative of log at `x`."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return d / x
     # END SOLUTION
 
 
 def inv_back(x: float, d: float) -> float:
     "`d` times the derivative of 1/x at `x`."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return -d / (x * x)
     # END SOLUTION
 
 
 def relu_back(x: float, d: float) -> float:
     "`d` times the derivative of relu at `x`."
-    # BEGIN SOLUTION 0.1
+    # BEGIN SOLUTION 0.2
     return d if x > 0 else 0.0
     # END SOLUTION
 
 # %% ../nbs/00_operators.ipynb #22705f75
 def map(fn: Callable[[float], float]) -> Callable[[Iterable[float]], list[float]]:
     "Lift `fn` to a function that applies it to every element of a list."
-    # BEGIN SOLUTION 0.2
+    # BEGIN SOLUTION 0.3
     def apply(values: Iterable[float]) -> list[float]:
         return [fn(value) for value in values]
     return apply
@@ -137,7 +137,7 @@ def map(fn: Callable[[float], float]) -> Callable[[Iterable[float]], list[float]
 
 def zipWith(fn: Callable[[float, float], float]) -> Callable[[Iterable[float], Iterable[float]], list[float]]:
     "Lift `fn` to a function that combines two lists element by element."
-    # BEGIN SOLUTION 0.2
+    # BEGIN SOLUTION 0.3
     def apply(left: Iterable[float], right: Iterable[float]) -> list[float]:
         return [fn(x, y) for x, y in zip(left, right)]
     return apply
@@ -146,7 +146,7 @@ def zipWith(fn: Callable[[float, float], float]) -> Callable[[Iterable[float], I
 
 def reduce(fn: Callable[[float, float], float], start: float) -> Callable[[Iterable[float]], float]:
     "Lift `fn` to a function that folds a list into one value, starting from `start`."
-    # BEGIN SOLUTION 0.2
+    # BEGIN SOLUTION 0.3
     def apply(values: Iterable[float]) -> float:
         total = start
         for value in values:

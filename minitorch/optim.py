@@ -33,15 +33,11 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    "Stochastic gradient descent: move each parameter by `-lr` times its gradient (or its velocity, with momentum)."
+    "Stochastic gradient descent: move each parameter by `-lr` times its gradient."
 
-    def __init__(self, parameters: Iterable[Parameter], lr: float = 1.0, momentum: float = 0.0):
+    def __init__(self, parameters: Iterable[Parameter], lr: float = 1.0):
         super().__init__(parameters)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self.lr = lr
-        self.momentum = momentum
-        self.velocities: dict[Parameter, Any] = {}
 
     def step(self) -> None:
         "Update every parameter that has a gradient: value <- value - lr * direction."
@@ -49,16 +45,11 @@ class SGD(Optimizer):
             gradient = gradient_of(parameter.value)
             if gradient is None:
                 continue
-            direction = self.velocity(parameter, gradient) if self.momentum else gradient
-            # BEGIN SOLUTION 1.5
+            direction = self.direction(parameter, gradient)
+            # BEGIN SOLUTION 1.7
             parameter.update(parameter.value - self.lr * direction)
             # END SOLUTION
 
-    def velocity(self, parameter: Parameter, gradient: Any) -> Any:
-        "The new velocity of `parameter`: momentum * its last velocity + gradient (just the gradient at first)."
-        previous = self.velocities.get(parameter)
-        # BEGIN SOLUTION 4.5
-        velocity = gradient if previous is None else self.momentum * previous + gradient
-        # END SOLUTION
-        self.velocities[parameter] = velocity
-        return velocity
+    def direction(self, parameter: Parameter, gradient: Any) -> Any:
+        "Which way `parameter` moves, per unit of `lr`: plain SGD follows the gradient itself."
+        return gradient

@@ -101,7 +101,7 @@ def batches(count: int, batch_size: int, rng: np.random.Generator | None = None)
 def train_step(model: Module, optimizer: Optimizer, images: np.ndarray, labels: np.ndarray,
                backend: TensorBackend = FastBackend) -> float:
     "One optimiser step on a batch; returns the batch's mean cross-entropy before the step."
-    # BEGIN SOLUTION 4.8
+    # BEGIN SOLUTION 4.9
     optimizer.zero_grad()
     loss = cross_entropy(model(tensor(images, backend=backend)), labels)
     loss.backward()
@@ -116,7 +116,7 @@ def predict(model: Module, images: np.ndarray, backend: TensorBackend = FastBack
     model.eval()
     predictions = []
     for index in batches(len(images), batch_size):
-        # BEGIN SOLUTION 4.8
+        # BEGIN SOLUTION 4.9
         scores = model(tensor(images[index], backend=backend))
         predictions.append(scores.to_numpy().argmax(axis=1))
         # END SOLUTION

@@ -12,7 +12,7 @@ from minitorch import Module, Parameter, Scalar, load_checkpoint, save_checkpoin
 import minitorch.checkpoint as checkpoint
 from minitorch.tensor_nn import Network
 
-pytestmark = pytest.mark.task("4.6")
+pytestmark = pytest.mark.task("4.7")
 
 
 def values_of(module: Module) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ def idx_bytes(array: np.ndarray, code: int) -> bytes:
     return header + array.astype(np.dtype(IDX_TYPES[code])).tobytes()
 
 
-@pytest.mark.task("4.7")
+@pytest.mark.task("4.8")
 @settings(max_examples=40)
 @given(code=st.sampled_from(sorted(IDX_TYPES)), shape=st.lists(st.integers(0, 4), min_size=1, max_size=3),
        compressed=st.booleans(), seed=st.integers(0, 2 ** 16))
@@ -38,7 +38,7 @@ def test_parse_idx_reads_every_type_and_shape(code, shape, compressed, seed):
     assert parsed.shape == tuple(shape) and parsed.dtype == dtype.newbyteorder("=") and np.array_equal(parsed, array)
 
 
-@pytest.mark.task("4.7")
+@pytest.mark.task("4.8")
 @pytest.mark.parametrize("broken, complaint", [
     (b"", "not IDX data"),
     (b"\x01\x00\x08\x01" + (1).to_bytes(4, "big") + b"\x00", "not IDX data"),
@@ -72,7 +72,7 @@ def has_training_files(folder) -> bool:
     return all((folder / name).is_file() for name in MNIST_FILES["train"])
 
 
-@pytest.mark.task("4.7")
+@pytest.mark.task("4.8")
 def test_mnist_test_files_hold_the_standard_test_split(mnist_folder):
     images, labels = datasets_module.read_mnist_pair(mnist_folder, "test")
     assert images.shape == (10_000, 28, 28) and images.dtype == np.uint8
@@ -82,7 +82,7 @@ def test_mnist_test_files_hold_the_standard_test_split(mnist_folder):
         assert int.from_bytes(gzip.decompress((mnist_folder / name).read_bytes())[:4], "big") == magic
 
 
-@pytest.mark.task("4.7")
+@pytest.mark.task("4.8")
 def test_train_and_valid_are_a_fixed_disjoint_division(mnist_folder):
     train_images, train_labels = minitorch.mnist("train")
     valid_images, valid_labels = minitorch.mnist("valid")

@@ -29,7 +29,7 @@ class Root(Module):
         return x + 1
 
 
-@pytest.mark.task("0.3")
+@pytest.mark.task("0.4")
 def test_named_parameters_use_dotted_paths():
     names = [name for name, _ in Root().named_parameters()]
     assert names == ["branch.gain", "branch.left.weight", "branch.left.bias", "branch.right.weight",
@@ -37,14 +37,14 @@ def test_named_parameters_use_dotted_paths():
     assert len(Root().parameters()) == 7
 
 
-@pytest.mark.task("0.3")
+@pytest.mark.task("0.4")
 def test_modules_lists_every_descendant():
     root = Root()
     assert root.modules() == [root.branch, root.branch.left, root.branch.right, root.head]
     assert root.children() == [root.branch, root.head]
 
 
-@pytest.mark.task("0.3")
+@pytest.mark.task("0.4")
 def test_train_and_eval_reach_every_module():
     root = Root()
     assert root.eval() is root

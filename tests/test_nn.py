@@ -74,7 +74,7 @@ def test_pooling_gradients(backend, pool):
     grad_check(lambda x: pool(x.permute(0, 1, 3, 2), (1, 2)), tensor(distinct((2, 1, 2, 3), 3), backend=backend))
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 @settings(max_examples=25)
 @given(shape=small_shapes, seed=st.integers(0, 1000), data=st.data())
 def test_softmax_and_logsoftmax(backend, shape, seed, data):
@@ -89,7 +89,7 @@ def test_softmax_and_logsoftmax(backend, shape, seed, data):
     grad_check(lambda t: logsoftmax(t, dim) * t, x)
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 @pytest.mark.parametrize("scale", [1000.0, -1000.0, 1e300])
 def test_softmax_is_stable_for_huge_inputs(backend, scale):
     x = tensor([[1.0, 0.0, -1.0], [2.0, 2.0, 0.0]], backend=backend) * scale
@@ -100,7 +100,7 @@ def test_softmax_is_stable_for_huge_inputs(backend, scale):
                                else [-2 * abs(scale), -abs(scale), 0.0])
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 @settings(max_examples=15)
 @given(rate=st.floats(0.0, 1.0), seed=st.integers(0, 1000))
 def test_dropout(backend, rate, seed):
@@ -115,7 +115,7 @@ def test_dropout(backend, rate, seed):
         grad_check(lambda t: dropout(t, rate, rng=seed), x)
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 def test_dropout_module_draws_new_masks_and_is_off_in_eval_mode(backend):
     layer, x = Dropout(0.5, seed=0), tensor(np.ones((10, 10)), backend=backend)
     first, second = layer(x).to_numpy(), layer(x).to_numpy()
@@ -124,7 +124,7 @@ def test_dropout_module_draws_new_masks_and_is_off_in_eval_mode(backend):
     assert layer.eval()(x) is x
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 def test_losses_against_numpy_and_grad_check(backend):
     logits_values = np.random.default_rng(3).normal(size=(4, 5))
     labels = [4, 0, 2, 2]
@@ -163,7 +163,7 @@ def test_bad_input_names_the_values(backend, action, error, message):
         action(backend)
 
 
-@pytest.mark.task("4.4")
+@pytest.mark.task("4.5")
 @pytest.mark.parametrize("init, std", [
     (xavier_uniform, lambda fan_in, fan_out, gain=1.0: gain * math.sqrt(2 / (fan_in + fan_out))),
     (xavier_normal, lambda fan_in, fan_out, gain=1.0: gain * math.sqrt(2 / (fan_in + fan_out))),
@@ -181,7 +181,7 @@ def test_initialisers(backend, init, std, shape):
     assert (zeros_init(shape, backend=backend).to_numpy() == 0).all()
 
 
-@pytest.mark.task("4.4")
+@pytest.mark.task("4.5")
 def test_linear_layer(backend):
     layer = Linear(3, 4, seed=5, backend=backend)
     weight, bias = layer.weight.value, layer.bias.value
@@ -197,7 +197,7 @@ def test_linear_layer(backend):
     assert "in_features=3, out_features=4, bias=True" in repr(layer)
 
 
-@pytest.mark.task("4.4")
+@pytest.mark.task("4.5")
 def test_conv_layers(backend):
     conv = Conv2d(2, 3, (3, 2), stride=(2, 1), padding=1, seed=1, backend=backend)
     assert conv.weight.value.shape == (3, 2, 3, 2) and conv.bias.value.shape == (3,)
@@ -210,7 +210,7 @@ def test_conv_layers(backend):
     np.testing.assert_allclose(conv1(signal).to_numpy(), minitorch.conv1d(signal, conv1.weight.value, None, 2, 1).to_numpy())
 
 
-@pytest.mark.task("4.4")
+@pytest.mark.task("4.5")
 def test_sequential_names_trains_and_evaluates(backend):
     model = Sequential(Conv2d(1, 2, 3, padding=1, backend=backend), minitorch.nn.ReLU(), AvgPool2d(2),
                        MaxPool2d((1, 2)), Flatten(), Linear(4, 3, seed=1, backend=backend), Dropout(0.5, seed=0))

@@ -89,7 +89,7 @@ def test_max_and_argmax_along_a_dim(backend, shape, dim):
                                   .reshape(expected.shape), expected)
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 @pytest.mark.parametrize("shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
 @pytest.mark.parametrize("scale", [1.0, 300.0])
 def test_softmax_and_logsoftmax(backend, shape, dim, scale):
@@ -98,7 +98,7 @@ def test_softmax_and_logsoftmax(backend, shape, dim, scale):
     compare(backend, lambda x: minitorch.logsoftmax(x, dim), lambda x: torch.log_softmax(x, dim), values)
 
 
-@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
 @pytest.mark.parametrize("batch, classes", [(1, 2), (4, 3), (6, 10)])
 def test_cross_entropy_and_nll_loss(backend, batch, classes):
     rng = np.random.default_rng(batch * classes)
@@ -110,7 +110,7 @@ def test_cross_entropy_and_nll_loss(backend, batch, classes):
             lambda x: functional.nll_loss(torch.log_softmax(x, 1), torch_labels), logits)
 
 
-@pytest.mark.task("4.4")
+@pytest.mark.task("4.5")
 def test_a_sequential_model_with_copied_weights(backend):
     ours = minitorch.Sequential(minitorch.Conv2d(2, 3, 3, padding=1, backend=backend), minitorch.nn.ReLU(),
                                 minitorch.MaxPool2d(2), minitorch.Flatten(), minitorch.Linear(12, 4, backend=backend))

@@ -5,7 +5,7 @@ from backends import BACKENDS
 
 from minitorch import SGD, Adam, Parameter, Scalar, tensor
 
-pytestmark = pytest.mark.task("4.5")
+pytestmark = pytest.mark.task("4.6")
 
 STEPS = 8
 SGD_CASES = [dict(lr=0.1, momentum=0.0), dict(lr=0.1, momentum=0.5), dict(lr=0.05, momentum=0.9)]

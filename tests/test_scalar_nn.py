@@ -10,7 +10,7 @@ import minitorch
 from minitorch import SGD, Parameter, Scalar
 from minitorch.scalar_nn import Linear, Network, accuracy, train
 
-task = pytest.mark.task("1.5")
+task = pytest.mark.task("1.8")
 values = st.floats(min_value=-10, max_value=10)
 
 

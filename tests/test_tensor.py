@@ -9,7 +9,7 @@ from tensor_strategies import broadcast_shapes, shapes, tensors
 import minitorch
 from minitorch import grad_check, ones, rand, tensor, zeros
 
-pytestmark = [pytest.mark.task("2.4"), pytest.mark.parametrize("backend", BACKENDS)]
+pytestmark = [pytest.mark.task("2.7"), pytest.mark.parametrize("backend", BACKENDS)]
 
 one_arg = minitorch.math_cases("one")
 two_arg = minitorch.math_cases("two")

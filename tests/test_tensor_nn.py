@@ -7,7 +7,7 @@ import minitorch
 from minitorch import grad_check, tensor
 from minitorch.tensor_nn import Linear, Network, bce_loss, graph_tensors, train
 
-pytestmark = pytest.mark.task("2.5")
+pytestmark = pytest.mark.task("2.8")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -12,7 +12,7 @@ from minitorch import tensor
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [pytest.mark.task("2.4"), pytest.mark.parametrize("backend", BACKENDS)]
+pytestmark = [pytest.mark.task("2.7"), pytest.mark.parametrize("backend", BACKENDS)]
 bounded = st.floats(min_value=-2, max_value=2, allow_nan=False)
 
 UNARY = {

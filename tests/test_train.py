@@ -25,7 +25,7 @@ def run_command(*options: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-@pytest.mark.task("4.8")
+@pytest.mark.task("4.9")
 @pytest.mark.parametrize("model", ["lenet", "mlp"])
 def test_command_trains_and_its_checkpoint_predicts_the_same(tmp_path, model):
     checkpoint = tmp_path / f"{model}.npz"
@@ -94,7 +94,7 @@ def test_confusion_matrix_counts_every_pair(pairs):
     assert accuracy(predictions, labels) == np.trace(counts) / len(pairs)
 
 
-@pytest.mark.task("4.8")
+@pytest.mark.task("4.9")
 def test_train_step_lowers_the_loss_and_predict_learns_the_batch():
     train, _ = load_splits("digits")
     model = build_model("mlp", 8, seed=2)
@@ -105,7 +105,7 @@ def test_train_step_lowers_the_loss_and_predict_learns_the_batch():
     assert accuracy(predict(model, images, batch_size=7), labels) > 0.9
 
 
-@pytest.mark.task("4.8")
+@pytest.mark.task("4.9")
 def test_command_on_an_mnist_subset():
     from minitorch.datasets import find_mnist
     if find_mnist() is None:
@@ -116,7 +116,7 @@ def test_command_on_an_mnist_subset():
     assert float(result.stdout.strip().splitlines()[-1].split(": ")[1]) > 0.3
 
 
-@pytest.mark.task("4.8")  # with your kernels of tasks 3.2 and 4.2
+@pytest.mark.task("4.9")  # with your kernels of tasks 3.2 and 4.2
 @pytest.mark.parametrize("model", ["lenet", "mlp"])
 def test_your_kernels_train_to_the_losses_of_the_tuned_ones(model):
     options = ["--dataset", "digits", "--model", model, "--epochs", "2", "--batch-size", "32", "--limit", "640"]
