@@ -18,6 +18,7 @@ import ast
 import importlib
 import json
 import os
+import re
 import sys
 import types
 from configparser import ConfigParser
@@ -77,30 +78,58 @@ def find_cell(notebooks: Path, cell_id: str | None, source: str) -> tuple[Path, 
     return None
 
 
-def exported_modules(notebook: Path, index: int, source: str, package_dir: Path) -> dict[Path, str]:
-    "What `nbdev_export` writes for `notebook` with cell `index` replaced by `source`: module file -> text."
-    from execnb.nbio import read_nb
+def export_cells(nb: Any) -> Any:
+    "nbdev's export processor, run over the notebook `nb`: its cells per target module, and its default module."
     from nbdev.export import ExportModuleProc, black_format
-    from nbdev.maker import ModuleMaker
     from nbdev.process import NBProcessor
 
-    nb = read_nb(notebook)
-    nb.cells[index].source = source
     exporter = ExportModuleProc()
     NBProcessor(nb=nb, procs=[exporter, black_format]).process()
+    return exporter
+
+
+def exported_modules(notebook: Path, index: int, source: str, package_dir: Path) -> dict[Path, str]:
+    """What `nbdev_export` writes for every module `notebook` exports to, with cell `index` replaced by `source`:
+    module file -> text. A module some cells of later notebooks add to (`#| export datasets`) is written whole,
+    from each notebook that contributes to it, in name order, as nbdev_export does."""
+    from execnb.nbio import read_nb
+    from nbdev.maker import ModuleMaker
+
+    edited = read_nb(notebook)
+    edited.cells[index].source = source
+    exporters = {notebook: export_cells(edited)}
+    own = exporters[notebook]
+    targets = {own.default_exp if target == "#" else target for target in own.modules}
     texts = {}
-    for target, cells in exporter.modules.items():
-        if target != "#" or not any(cell.cell_type == "code" for cell in cells):
-            continue  # cells exported to another notebook's module are that notebook's to write
-        maker = ModuleMaker(dest=package_dir, name=exporter.default_exp, nb_path=notebook, is_new=True)
-        final = maker.fname
-        maker.fname = final.with_name(f".{final.stem}.live.py")
+    for target in sorted(targets):
+        final = ModuleMaker(dest=package_dir, name=target, nb_path=notebook).fname
+        scratch = final.with_name(f".{final.stem}.live.py")
         try:
-            maker.make(cells, exporter.in_all[target], lib_path=package_dir)
-            texts[final] = maker.fname.read_text(encoding="utf-8")
+            for contributor in contributors(notebook.parent, target, notebook):
+                exporter = exporters.get(contributor) or export_cells(read_nb(contributor))
+                for module, cells in exporter.modules.items():
+                    name = exporter.default_exp if module == "#" else module
+                    if name != target or not any(cell.cell_type == "code" for cell in cells):
+                        continue
+                    is_new = module == "#"
+                    if not is_new and not scratch.exists():
+                        continue  # the notebook that owns the module writes it first
+                    maker = ModuleMaker(dest=package_dir, name=target, nb_path=contributor, is_new=True)
+                    maker.is_new, maker.fname = is_new, scratch
+                    maker.make(cells, exporter.in_all[module], lib_path=package_dir)
+            if scratch.exists():
+                texts[final] = scratch.read_text(encoding="utf-8")
         finally:
-            maker.fname.unlink(missing_ok=True)
+            scratch.unlink(missing_ok=True)
     return texts
+
+
+def contributors(notebooks: Path, target: str, notebook: Path) -> list[Path]:
+    "The notebooks, in name order, whose cells nbdev_export writes into the module `target`."
+    exports_to = re.compile(rf"#\|\s*(?:default_exp|exports?)\s+{re.escape(target)}\b")
+    found = {path for path in notebooks.glob("[!_]*.ipynb")
+             if any(exports_to.search(cell_text(cell)) for cell in notebook_cells(path))}
+    return sorted(found | {notebook}, key=lambda path: path.name)
 
 
 def write_atomically(path: Path, text: str) -> None:
