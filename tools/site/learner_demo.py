@@ -108,8 +108,8 @@ def demo(page, edition: Path, name: str, regions: list[dict]) -> list[str]:
         problems.append(f"the filled-in cell fails: {cell_state(state, stubbed)['errors']}")
     state = run_with_shift_enter(page, check)
     show_cell(page, check)
-    page.evaluate(f"""() => window.jupyterapp.shell.currentWidget.content.widgets[{stubbed}].node
-        .scrollIntoView({{block: 'start'}})""")
+    page.evaluate(f"""() => window.jupyterapp.shell.currentWidget.content.widgets[{check}].node
+        .scrollIntoView({{block: 'end'}})""")  # the check at the bottom, the end of the filled-in cell above it
     page.wait_for_timeout(300)
     page.screenshot(path=str(SCREENSHOTS / "learner-2-check-passes.png"))
     if cell_state(state, check)["errors"]:
