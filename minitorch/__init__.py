@@ -37,7 +37,7 @@ from .tensor import Tensor, ones, rand, tensor, zeros
 from .tensor_functions import Function, grad_check
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
-from .optimizers import Adam
+from .adam import Adam
 from .checkpoint import load_checkpoint, save_checkpoint
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from minitorch import Module, Parameter, Scalar, load_checkpoint, save_checkpoint, tensor
 import minitorch.checkpoint as checkpoint
-from minitorch.tensor_nn import Network
+from minitorch.tensor_train import Network
 
 pytestmark = pytest.mark.task("4.7")
 

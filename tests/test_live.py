@@ -102,9 +102,9 @@ def test_a_cell_is_written_to_its_module_exactly_as_nbdev_exports_it():
 
 
 def test_a_module_that_later_notebooks_add_to_is_written_whole():
-    "44_mnist adds the image readers to 02_datasets' module with `#| export datasets`: either notebook writes it all."
+    "44_mnist_train adds the image readers to 02_datasets' module with `#| export datasets`: either notebook writes it all."
     package = ROOT / "minitorch"
-    for notebook, needle in ((ROOT / "nbs" / "44_mnist.ipynb", "def parse_idx("), (ROOT / "nbs" / "02_datasets.ipynb", "def simple(")):
+    for notebook, needle in ((ROOT / "nbs" / "44_mnist_train.ipynb", "def parse_idx("), (ROOT / "nbs" / "02_datasets.ipynb", "def simple(")):
         cells = live.notebook_cells(notebook)
         index = next(index for index, cell in enumerate(cells) if needle in live.cell_text(cell))
         texts = live.exported_modules(notebook, index, live.cell_text(cells[index]), package)

@@ -1,4 +1,4 @@
-"""The training program of 44_mnist: the command end to end, its checkpoints, its options, and its parts."""
+"""The training program of 44_mnist_train: the command end to end, its checkpoints, its options, and its parts."""
 import re
 import subprocess
 import sys
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch import Adam
-from minitorch.train import (accuracy, batches, build_model, confusion_matrix, load_splits, main, predict,
+from minitorch.mnist_train import (accuracy, batches, build_model, confusion_matrix, load_splits, main, predict,
                              train_step)
 
 from minitorch.checkpoint import load_checkpoint
@@ -20,8 +20,8 @@ EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): [\d.]+ s, training loss [\d.]+, va
 
 
 def run_command(*options: str) -> subprocess.CompletedProcess:
-    "`python -m minitorch.train` with `options`, from the repository root."
-    return subprocess.run([sys.executable, "-m", "minitorch.train", *options], cwd=ROOT, capture_output=True,
+    "`python -m minitorch.mnist_train` with `options`, from the repository root."
+    return subprocess.run([sys.executable, "-m", "minitorch.mnist_train", *options], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import minitorch
 from minitorch import SGD, Parameter, Scalar
-from minitorch.scalar_nn import Linear, Network, accuracy, train
+from minitorch.scalar_train import Linear, Network, accuracy, train
 
 task = pytest.mark.task("1.8")
 values = st.floats(min_value=-10, max_value=10)

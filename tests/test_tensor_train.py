@@ -5,7 +5,7 @@ from backends import BACKENDS
 
 import minitorch
 from minitorch import grad_check, tensor
-from minitorch.tensor_nn import Linear, Network, bce_loss, graph_tensors, train
+from minitorch.tensor_train import Linear, Network, bce_loss, graph_tensors, train
 
 pytestmark = pytest.mark.task("2.8")
 
