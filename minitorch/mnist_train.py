@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['DATASETS', 'MODELS', 'BACKENDS', 'Split', 'digits_splits', 'load_splits', 'lenet', 'mlp', 'build_model', 'batches',
-           'train_step', 'predict', 'accuracy', 'confusion_matrix', 'History', 'fit', 'positive', 'parser',
-           'backend_named', 'main']
+           'train_step', 'predict', 'confusion_matrix', 'TrainingLog', 'fit', 'positive', 'parser', 'backend_named',
+           'main']
 
 # %% ../nbs/44_mnist_train.ipynb #003bff7c
 import argparse
@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from .adam import Adam
 from .checkpoint import save_checkpoint
 from .conv import conv_output_size
 from .datasets import digits, mnist
@@ -24,7 +25,7 @@ from .fast_ops import CourseBackend, FastBackend
 from .module import Module
 from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entropy
 from .optim import Optimizer
-from .adam import Adam
+from .scalar_train import accuracy
 from .tensor import tensor
 from .tensor_ops import SimpleBackend, TensorBackend
 
@@ -124,11 +125,6 @@ def predict(model: Module, images: np.ndarray, backend: TensorBackend = FastBack
     return np.concatenate(predictions)
 
 
-def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
-    "The fraction of predictions equal to their labels."
-    return float(np.mean(predictions == labels))
-
-
 def confusion_matrix(predictions: np.ndarray, labels: np.ndarray, classes: int = 10) -> np.ndarray:
     "counts[true, predicted]: how often each true class was predicted as each class."
     counts = np.zeros((classes, classes), dtype=np.int64)
@@ -137,7 +133,7 @@ def confusion_matrix(predictions: np.ndarray, labels: np.ndarray, classes: int =
 
 # %% ../nbs/44_mnist_train.ipynb #702837c1
 @dataclass
-class History:
+class TrainingLog:
     "Per epoch: seconds, mean training loss, validation accuracy; and every step's loss."
     seconds: list[float] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -152,9 +148,9 @@ class History:
 
 def fit(model: Module, optimizer: Optimizer, train: Split, valid: Split, epochs: int, batch_size: int,
         backend: TensorBackend = FastBackend, seed: int = 0, checkpoint: str | Path | None = None,
-        progress: bool = True, report: Callable[[str], None] = print) -> History:
-    "Train `model` for `epochs`, report each epoch, save the best model to `checkpoint`; return the History."
-    rng, history = np.random.default_rng(seed), History()
+        progress: bool = True, report: Callable[[str], None] = print) -> TrainingLog:
+    "Train `model` for `epochs`, report each epoch, save the best model to `checkpoint`; return the TrainingLog."
+    rng, history = np.random.default_rng(seed), TrainingLog()
     for epoch in range(1, epochs + 1):
         start, losses = time.perf_counter(), []
         steps = batches(len(train.labels), batch_size, rng)
@@ -213,7 +209,7 @@ def backend_named(name: str) -> TensorBackend:
     return {"fast": FastBackend, "course": CourseBackend, "simple": SimpleBackend}[name]
 
 
-def main(argv: Sequence[str] | None = None) -> History:
+def main(argv: Sequence[str] | None = None) -> TrainingLog:
     "Run the command with `argv` (default: sys.argv[1:])."
     options = parser()
     args = options.parse_args(argv)
