@@ -151,7 +151,7 @@ def require_cuda() -> None:
             "minitorch's CUDA backend needs a CUDA GPU, and numba.cuda found none (or no working driver). "
             "To run the CUDA kernels in Numba's simulator instead, set the environment variable "
             "NUMBA_ENABLE_CUDASIM=1 before minitorch or numba is imported: for example "
-            "`NUMBA_ENABLE_CUDASIM=1 python train.py`, or os.environ['NUMBA_ENABLE_CUDASIM'] = '1' "
+            "`NUMBA_ENABLE_CUDASIM=1 python -m minitorch.mnist_train`, or os.environ['NUMBA_ENABLE_CUDASIM'] = '1' "
             "as the first line of the program or notebook.")
 
 # %% ../nbs/32_cuda_ops.ipynb #89af2ebe

@@ -77,7 +77,7 @@ datasets: dict[str, Callable[..., Graph]] = {
     "Simple": simple, "Diag": diag, "Split": split, "Xor": xor, "Circle": circle, "Spiral": spiral,
 }
 
-# %% ../nbs/44_mnist.ipynb #4d236e8a
+# %% ../nbs/44_mnist_train.ipynb #4d236e8a
 import gzip
 import os
 import tempfile
@@ -87,7 +87,7 @@ from typing import Sequence
 
 import numpy as np
 
-# %% ../nbs/44_mnist.ipynb #c607842f
+# %% ../nbs/44_mnist_train.ipynb #c607842f
 IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
@@ -117,7 +117,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     "The array in the IDX file at `path` (raw or gzip-compressed)."
     return parse_idx(Path(path).read_bytes(), str(path))
 
-# %% ../nbs/44_mnist.ipynb #06cfd8c6
+# %% ../nbs/44_mnist_train.ipynb #06cfd8c6
 MNIST_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
@@ -151,7 +151,7 @@ def find_mnist() -> Path | None:
             return folder
     return None
 
-# %% ../nbs/44_mnist.ipynb #0bd2bea5
+# %% ../nbs/44_mnist_train.ipynb #0bd2bea5
 def mnist_array(name: str, data: bytes, source: str) -> np.ndarray:
     "The array in MNIST file `name`, checked: gzip-compressed IDX with magic 2051 (images) or 2049 (labels)."
     if data[:2] != b"\x1f\x8b":
@@ -207,7 +207,7 @@ def mnist_missing_message(failures: Sequence[str] = ()) -> str:
             f"training images) into {cache_dir() / 'mnist'}, or into a folder mnist/ of a directory that "
             f"the environment variable MINITORCH_DATA names.")
 
-# %% ../nbs/44_mnist.ipynb #6bd7cf09
+# %% ../nbs/44_mnist_train.ipynb #6bd7cf09
 MNIST_SPLIT_SEED = 0
 MNIST_VALID_SIZES = {10_000: 2_000, 60_000: 10_000}
 
@@ -250,7 +250,7 @@ def mnist(split: str = "train", download: bool = True) -> tuple[np.ndarray, np.n
         images, labels = images[chosen], labels[chosen]
     return images / 255.0, labels.astype(np.int64)
 
-# %% ../nbs/44_mnist.ipynb #b557e250
+# %% ../nbs/44_mnist_train.ipynb #b557e250
 def digits() -> tuple[np.ndarray, np.ndarray]:
     "scikit-learn's 1,797 handwritten digits: images (N, 8, 8) float64 in [0, 1], labels (N,) int64."
     from sklearn.datasets import load_digits

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from minitorch import Module, Parameter, Scalar, load_checkpoint, save_checkpoint, tensor
 import minitorch.checkpoint as checkpoint
-from minitorch.tensor_nn import Network
+from minitorch.tensor_train import TensorNetwork
 
 pytestmark = pytest.mark.task("4.7")
 
@@ -30,9 +30,9 @@ class ScalarModel(Module):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_round_trip_loads_bit_for_bit_onto_the_module_backend(tmp_path, backend):
-    saved = Network(hidden=5, seed=1)
+    saved = TensorNetwork(hidden=5, seed=1)
     path = save_checkpoint(saved, tmp_path / "model.npz")
-    fresh = Network(hidden=5, seed=9)
+    fresh = TensorNetwork(hidden=5, seed=9)
     for parameter in fresh.parameters():
         parameter.update(tensor(parameter.value.to_numpy(), backend=backend))
     assert load_checkpoint(path, fresh) is fresh
@@ -42,7 +42,7 @@ def test_round_trip_loads_bit_for_bit_onto_the_module_backend(tmp_path, backend)
 
 
 def test_without_a_module_load_returns_float64_arrays_by_name(tmp_path):
-    saved = Network(hidden=3, seed=2)
+    saved = TensorNetwork(hidden=3, seed=2)
     arrays = load_checkpoint(save_checkpoint(saved, tmp_path / "model.npz"))
     assert list(arrays) == [name for name, _ in saved.named_parameters()]
     assert all(array.dtype == np.float64 for array in arrays.values())
@@ -66,7 +66,7 @@ def test_any_float64_values_survive_exactly(tmp_path_factory, shape, values):
 
 @pytest.mark.parametrize("failure", [OSError("disk full"), KeyboardInterrupt()])
 def test_a_crash_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch, failure):
-    path = save_checkpoint(Network(hidden=3, seed=0), tmp_path / "model.npz")
+    path = save_checkpoint(TensorNetwork(hidden=3, seed=0), tmp_path / "model.npz")
     before = path.read_bytes()
 
     def crash(file, arrays):
@@ -75,7 +75,7 @@ def test_a_crash_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, 
 
     monkeypatch.setattr(checkpoint, "write_npz", crash)
     with pytest.raises(type(failure)):
-        save_checkpoint(Network(hidden=3, seed=4), path)
+        save_checkpoint(TensorNetwork(hidden=3, seed=4), path)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["model.npz"]
 
@@ -101,7 +101,7 @@ def test_an_npz_holding_pickled_objects_is_refused_and_runs_nothing(tmp_path):
     with pytest.raises(ValueError, match="'payload' holds pickled Python objects"):
         load_checkpoint(path)
     with pytest.raises(ValueError, match="pickled"):
-        load_checkpoint(path, Network(hidden=3))
+        load_checkpoint(path, TensorNetwork(hidden=3))
     assert not Payload.marker.exists()
 
 
@@ -117,11 +117,11 @@ def test_a_pickle_file_and_a_single_npy_array_are_not_checkpoints(tmp_path):
 
 
 def test_missing_extra_and_misshaped_entries_are_all_named(tmp_path):
-    arrays = load_checkpoint(save_checkpoint(Network(hidden=4, seed=0), tmp_path / "model.npz"))
+    arrays = load_checkpoint(save_checkpoint(TensorNetwork(hidden=4, seed=0), tmp_path / "model.npz"))
     del arrays["layer2.bias"]
     arrays["layer3.weight"] = np.zeros((1, 1))
     path = save_checkpoint(arrays, tmp_path / "edited.npz")
-    target = Network(hidden=5, seed=3)
+    target = TensorNetwork(hidden=5, seed=3)
     before = values_of(target)
     with pytest.raises(ValueError) as caught:
         load_checkpoint(path, target)
@@ -132,24 +132,25 @@ def test_missing_extra_and_misshaped_entries_are_all_named(tmp_path):
 
 
 def test_non_strict_loading_skips_names_but_still_checks_shapes(tmp_path):
-    arrays = load_checkpoint(save_checkpoint(Network(hidden=4, seed=0), tmp_path / "model.npz"))
+    arrays = load_checkpoint(save_checkpoint(TensorNetwork(hidden=4, seed=0), tmp_path / "model.npz"))
     partial = {"layer1.weight": arrays["layer1.weight"], "extra": np.ones(2)}
-    target = load_checkpoint(save_checkpoint(partial, tmp_path / "partial.npz"), Network(hidden=4, seed=6), strict=False)
+    saved = save_checkpoint(partial, tmp_path / "partial.npz")
+    target = load_checkpoint(saved, TensorNetwork(hidden=4, seed=6), strict=False)
     assert np.array_equal(target.layer1.weight.value.to_numpy(), arrays["layer1.weight"])
     with pytest.raises(ValueError, match="wrong shape: layer1.weight"):
-        load_checkpoint(tmp_path / "partial.npz", Network(hidden=7), strict=False)
+        load_checkpoint(tmp_path / "partial.npz", TensorNetwork(hidden=7), strict=False)
 
 
 def test_saved_file_is_a_plain_npz_readable_by_numpy(tmp_path):
-    path = save_checkpoint(Network(hidden=2, seed=0), tmp_path / "model.npz")
+    path = save_checkpoint(TensorNetwork(hidden=2, seed=0), tmp_path / "model.npz")
     with np.load(path, allow_pickle=False) as archive:
-        assert sorted(archive.files) == sorted(name for name, _ in Network(hidden=2).named_parameters())
+        assert sorted(archive.files) == sorted(name for name, _ in TensorNetwork(hidden=2).named_parameters())
     assert path.stat().st_mode & 0o777 == 0o644
 
 
 def saved_bytes(tmp_path) -> bytes:
     "The bytes of a small real checkpoint."
-    return save_checkpoint(Network(hidden=3, seed=0), tmp_path / "good.npz").read_bytes()
+    return save_checkpoint(TensorNetwork(hidden=3, seed=0), tmp_path / "good.npz").read_bytes()
 
 
 @settings(max_examples=20, deadline=None)
@@ -160,7 +161,7 @@ def test_a_truncated_checkpoint_is_named_and_called_damaged(tmp_path_factory, fr
     path = folder / "cut.npz"
     path.write_bytes(whole[: int(len(whole) * fraction)])
     with pytest.raises(checkpoint.CheckpointError) as caught:
-        load_checkpoint(path, Network(hidden=3, seed=1))
+        load_checkpoint(path, TensorNetwork(hidden=3, seed=1))
     message = str(caught.value)
     assert str(path) in message and "is not a checkpoint" in message and "save the model again" in message
     assert any(words in message for words in ("damaged or truncated", "the file is empty", "not an .npz archive"))

@@ -102,15 +102,37 @@ def test_a_cell_is_written_to_its_module_exactly_as_nbdev_exports_it():
 
 
 def test_a_module_that_later_notebooks_add_to_is_written_whole():
-    "44_mnist adds the image readers to 02_datasets' module with `#| export datasets`: either notebook writes it all."
+    "44_mnist_train adds the image readers to 02_datasets' module with `#| export datasets`: either notebook writes it all."
     package = ROOT / "minitorch"
-    for notebook, needle in ((ROOT / "nbs" / "44_mnist.ipynb", "def parse_idx("), (ROOT / "nbs" / "02_datasets.ipynb", "def simple(")):
+    for notebook, needle in ((ROOT / "nbs" / "44_mnist_train.ipynb", "def parse_idx("), (ROOT / "nbs" / "02_datasets.ipynb", "def simple(")):
         cells = live.notebook_cells(notebook)
         index = next(index for index, cell in enumerate(cells) if needle in live.cell_text(cell))
         texts = live.exported_modules(notebook, index, live.cell_text(cells[index]), package)
         assert texts[package / "datasets.py"] == (package / "datasets.py").read_text()
         assert "def parse_idx(" in texts[package / "datasets.py"] and "def simple(" in texts[package / "datasets.py"]
 
+
+
+def test_an_exporti_cell_is_live_too_and_stays_out_of_all():
+    "`#| exporti` (a helper: written into the module, left out of its `__all__`) is exported like `#| export`."
+    assert live.is_exported("#| exporti\nTOTALS_PAD = 8\n")
+    notebook, module = ROOT / "nbs" / "30_fast_ops.ipynb", ROOT / "minitorch" / "fast_ops.py"
+    cells = live.notebook_cells(notebook)
+    index = next(index for index, cell in enumerate(cells) if "def four_values(" in live.cell_text(cell))
+    source = live.cell_text(cells[index])
+    assert "exporti" in live.directives(source)
+    assert live.exported_modules(notebook, index, source, ROOT / "minitorch") == {module: module.read_text()}
+    edited = source.replace("def four_values(", "def four_values_changed(")
+    changed = live.exported_modules(notebook, index, edited, ROOT / "minitorch")[module]
+    names = changed.split("# %%")[1]  # nbdev's `__all__`, the first block of the module
+    assert "def four_values_changed(" in changed and "four_values" not in names and "FastOps" in names
+
+
+def test_a_later_notebook_adding_helpers_with_exporti_contributes_to_the_module(tmp_path):
+    for name, source in (("01_a.ipynb", "#| default_exp a\n"), ("02_b.ipynb", "#| exporti a\nx = 1\n"),
+                         ("03_c.ipynb", "#| export c\ny = 2\n")):
+        (tmp_path / name).write_text(json.dumps({"cells": [{"cell_type": "code", "source": source}]}))
+    assert live.contributors(tmp_path, "a", tmp_path / "01_a.ipynb") == [tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"]
 
 class Kernel:
     "A real IPython kernel, as JupyterLab starts one, that runs code the way JupyterLab sends it (with a cell id)."

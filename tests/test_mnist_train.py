@@ -1,4 +1,4 @@
-"""The training program of 44_mnist: the command end to end, its checkpoints, its options, and its parts."""
+"""The training program of 44_mnist_train: the command end to end, its checkpoints, its options, and its parts."""
 import re
 import subprocess
 import sys
@@ -10,18 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch import Adam
-from minitorch.train import (accuracy, batches, build_model, confusion_matrix, load_splits, main, predict,
-                             train_step)
-
 from minitorch.checkpoint import load_checkpoint
+from minitorch.mnist_train import batches, build_model, confusion_matrix, load_splits, main, predict, train_step
+from minitorch.scalar_train import accuracy
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): [\d.]+ s, training loss [\d.]+, validation accuracy ([\d.]+)$")
 
 
 def run_command(*options: str) -> subprocess.CompletedProcess:
-    "`python -m minitorch.train` with `options`, from the repository root."
-    return subprocess.run([sys.executable, "-m", "minitorch.train", *options], cwd=ROOT, capture_output=True,
+    "`python -m minitorch.mnist_train` with `options`, from the repository root."
+    return subprocess.run([sys.executable, "-m", "minitorch.mnist_train", *options], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
 

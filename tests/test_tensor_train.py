@@ -1,18 +1,18 @@
-"""The tensor Linear layer and training loop: forward against NumPy, gradients by grad_check, loss decreases."""
+"""The TensorLinear layer and training loop: forward against NumPy, gradients by grad_check, loss decreases."""
 import numpy as np
 import pytest
 from backends import BACKENDS
 
 import minitorch
 from minitorch import grad_check, tensor
-from minitorch.tensor_nn import Linear, Network, bce_loss, graph_tensors, train
+from minitorch.tensor_train import TensorLinear, TensorNetwork, bce_loss, graph_tensors, train
 
 pytestmark = pytest.mark.task("2.8")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_linear_matches_numpy_and_grad_check(backend):
-    layer = Linear(3, 4, seed=2)
+    layer = TensorLinear(3, 4, seed=2)
     inputs = tensor(np.random.default_rng(0).normal(size=(5, 3)), backend=backend)
     weight, bias = layer.weight.value, layer.bias.value
     np.testing.assert_allclose(layer(inputs).to_numpy(), inputs.to_numpy() @ weight.to_numpy() + bias.to_numpy())
@@ -22,7 +22,7 @@ def test_linear_matches_numpy_and_grad_check(backend):
 
 def test_training_reduces_the_loss_on_xor():
     data = minitorch.datasets["Xor"](30, seed=2)
-    model = Network(hidden=6, seed=1)
+    model = TensorNetwork(hidden=6, seed=1)
     points, labels = graph_tensors(data)
     before = bce_loss(model(points), labels).item()
     losses = train(model, data, epochs=40, lr=1.0, progress=False)
@@ -31,8 +31,8 @@ def test_training_reduces_the_loss_on_xor():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_linear_puts_its_parameters_on_the_backend_it_is_given(backend):
-    layer = Linear(3, 4, seed=2, backend=backend)
-    reference = Linear(3, 4, seed=2)
+    layer = TensorLinear(3, 4, seed=2, backend=backend)
+    reference = TensorLinear(3, 4, seed=2)
     for (name, parameter), (_, expected) in zip(layer.named_parameters(), reference.named_parameters()):
         assert parameter.value.backend is backend, name
         np.testing.assert_array_equal(parameter.value.to_numpy(), expected.value.to_numpy())

@@ -407,18 +407,18 @@ MNIST_BATCH = 64
 
 
 def mnist_row(batches: int) -> Callable[[], Row]:
-    """`batches` training steps of `python -m minitorch.train`'s default model and optimiser (LeNet, Adam, batch 64),
+    """`batches` training steps of `python -m minitorch.mnist_train`'s default model and optimiser (LeNet, Adam, batch 64),
     against the same model in PyTorch float64 starting from the same weights; images are random."""
 
     def build() -> Row:
         torch = try_torch()
         if torch is None:
             return torch_missing(Bar(0.15))
-        from minitorch import train
+        from minitorch import mnist_train
 
-        defaults = train.parser().parse_args([])
+        defaults = mnist_train.parser().parse_args([])
         backend = minitorch.backend(defaults.backend)
-        model = train.build_model(defaults.model, 28, backend, seed=defaults.seed)
+        model = mnist_train.build_model(defaults.model, 28, backend, seed=defaults.seed)
         optimizer = minitorch.Adam(model.parameters(), lr=defaults.lr)
         torch_model = torch_lenet(torch, model)
         torch_optimizer = torch.optim.Adam(torch_model.parameters(), lr=defaults.lr)
@@ -431,7 +431,7 @@ def mnist_row(batches: int) -> Callable[[], Row]:
         def ours() -> float:
             for start in starts:
                 batch = slice(start, start + defaults.batch_size)
-                loss = train.train_step(model, optimizer, images[batch], labels[batch], backend)
+                loss = mnist_train.train_step(model, optimizer, images[batch], labels[batch], backend)
             return loss
 
         def reference() -> float:
@@ -450,7 +450,7 @@ def mnist_row(batches: int) -> Callable[[], Row]:
 
 
 def torch_lenet(torch, model: minitorch.Module):
-    "PyTorch's copy of minitorch.train's LeNet, holding the same weights as `model`."
+    "PyTorch's copy of minitorch.mnist_train's LeNet, holding the same weights as `model`."
     layers = torch.nn
     copy = layers.Sequential(
         layers.Conv2d(1, 6, 5, padding=2), layers.ReLU(), layers.MaxPool2d(2), layers.Conv2d(6, 16, 5), layers.ReLU(),

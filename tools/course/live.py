@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
-EXPORT_DIRECTIVES = {"export", "exports"}
+EXPORT_DIRECTIVES = {"export", "exports", "exporti"}  # exporti: in the module, not in its __all__
 NOT_COPIED = {"__dict__", "__weakref__"}
 
 
@@ -126,7 +126,7 @@ def exported_modules(notebook: Path, index: int, source: str, package_dir: Path)
 
 def contributors(notebooks: Path, target: str, notebook: Path) -> list[Path]:
     "The notebooks, in name order, whose cells nbdev_export writes into the module `target`."
-    exports_to = re.compile(rf"#\|\s*(?:default_exp|exports?)\s+{re.escape(target)}\b")
+    exports_to = re.compile(rf"#\|\s*(?:default_exp|export[si]?)\s+{re.escape(target)}\b")
     found = {path for path in notebooks.glob("[!_]*.ipynb")
              if any(exports_to.search(cell_text(cell)) for cell in notebook_cells(path))}
     return sorted(found | {notebook}, key=lambda path: path.name)
