@@ -8,18 +8,23 @@ __all__ = ['FAST', 'conv_output_size', 'as_array', 'from_array', 'conv1d_forward
            'conv2d_backward_weight_kernel', 'fast_conv2d_forward_kernel', 'fast_conv2d_backward_input_kernel',
            'fast_conv2d_backward_weight_kernel', 'padded_planes', 'stride_one_geometry', 'fast_conv2d',
            'fast_conv2d_backward', 'as_pair', 'check_conv', 'uses_course_kernels', 'end_padded', 'course_conv',
-           'course_conv_backward', 'conv_forward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'conv1d', 'conv2d']
+           'course_conv_backward', 'on_cuda', 'gpu_values', 'gpu_launch', 'as_maps_shape', 'cuda_conv2d_forward_kernel',
+           'cuda_conv2d_backward_input_kernel', 'cuda_conv2d_backward_weight_kernel', 'conv_layouts', 'cuda_conv',
+           'cuda_conv_backward', 'conv_forward', 'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun',
+           'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import cuda, njit, prange
 
 from .autodiff import Context
+from .cuda_ops import (MAX_BLOCKS, REDUCE_THREADS, CudaKernel, CudaStorage, device_layout, map_launch,
+                                on_device, quick_thread_switches)
 from .fast_ops import CourseOps
 from .tensor import Tensor
-from .tensor_data import TensorData
+from .tensor_data import Shape, Storage, TensorData
 from .tensor_functions import Function
 
 # %% ../nbs/40_conv.ipynb #8c9c64e4
@@ -371,10 +376,162 @@ def course_conv_backward(grad_out: np.ndarray, padded: np.ndarray, weight: np.nd
         backward_weight(grad_weight, grad_out, padded, *stride, *padding)
     return grad_input, grad_weight
 
+# %% ../nbs/40_conv.ipynb #b01446cd
+def on_cuda(a: Tensor) -> bool:
+    "Whether `a`'s values live in GPU memory: its convolutions, pooling, dropout and optimiser steps run CUDA kernels."
+    return isinstance(a._tensor._storage, CudaStorage)
+
+
+def gpu_values(a: Tensor) -> Storage:
+    "The GPU array of `a`'s values in row-major order (copied on the GPU for a strided view, uploaded from the host)."
+    return on_device(a.detach().contiguous()._tensor)._storage.array
+
+
+def gpu_launch(kernel: CudaKernel, grid: tuple[Any, Any], *arguments: Any) -> None:
+    "Run `kernel[grid](*arguments)` on GPU arrays (in the simulator, with quick thread switches)."
+    with quick_thread_switches():
+        kernel[grid](*arguments)
+
+
+def as_maps_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    "An (N, C, W) shape as (N, C, 1, W), maps of height 1; an (N, C, H, W) shape unchanged."
+    return tuple(shape) if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
+
+
+@cuda.jit
+def cuda_conv2d_forward_kernel(out: Storage, input: Storage, weight: Storage, bias: Storage, out_shape: Shape,
+                               input_shape: Shape, weight_shape: Shape, geometry: Shape) -> None:
+    "One thread per output value of `conv2d_forward_kernel`; geometry is (stride_h, stride_w, padding_h, padding_w)."
+    out_channels, out_height, out_width = out_shape[1], out_shape[2], out_shape[3]
+    in_channels, height, width = input_shape[1], input_shape[2], input_shape[3]
+    kernel_height, kernel_width = weight_shape[2], weight_shape[3]
+    for position in range(cuda.grid(1), len(out), cuda.gridsize(1)):
+        column, row = position % out_width, position // out_width % out_height
+        out_channel = position // (out_width * out_height) % out_channels
+        sample = position // (out_width * out_height * out_channels)
+        total = bias[out_channel]
+        for in_channel in range(in_channels):
+            plane = (sample * in_channels + in_channel) * height
+            taps = (out_channel * in_channels + in_channel) * kernel_height
+            for tap_y in range(kernel_height):
+                y = row * geometry[0] + tap_y - geometry[2]
+                if 0 <= y < height:
+                    for tap_x in range(kernel_width):
+                        x = column * geometry[1] + tap_x - geometry[3]
+                        if 0 <= x < width:
+                            total += input[(plane + y) * width + x] * weight[(taps + tap_y) * kernel_width + tap_x]
+        out[position] = total
+
+
+@cuda.jit
+def cuda_conv2d_backward_input_kernel(grad_input: Storage, grad_out: Storage, weight: Storage, out_shape: Shape,
+                                      input_shape: Shape, weight_shape: Shape, geometry: Shape) -> None:
+    "One thread per input value of `conv2d_backward_input_kernel`: the taps of every window that covers it."
+    out_channels, out_height, out_width = out_shape[1], out_shape[2], out_shape[3]
+    in_channels, height, width = input_shape[1], input_shape[2], input_shape[3]
+    kernel_height, kernel_width = weight_shape[2], weight_shape[3]
+    stride_h, stride_w, padding_h, padding_w = geometry[0], geometry[1], geometry[2], geometry[3]
+    for position in range(cuda.grid(1), len(grad_input), cuda.gridsize(1)):
+        x, y = position % width, position // width % height
+        in_channel = position // (width * height) % in_channels
+        sample = position // (width * height * in_channels)
+        total = 0.0
+        for out_channel in range(out_channels):
+            plane = (sample * out_channels + out_channel) * out_height
+            taps = (out_channel * in_channels + in_channel) * kernel_height
+            for tap_y in range(kernel_height):
+                shifted_y = y + padding_h - tap_y  # row * stride_h, for the output row whose window puts tap_y on y
+                if shifted_y >= 0 and shifted_y % stride_h == 0 and shifted_y // stride_h < out_height:
+                    for tap_x in range(kernel_width):
+                        shifted_x = x + padding_w - tap_x
+                        if shifted_x >= 0 and shifted_x % stride_w == 0 and shifted_x // stride_w < out_width:
+                            total += (grad_out[(plane + shifted_y // stride_h) * out_width + shifted_x // stride_w]
+                                      * weight[(taps + tap_y) * kernel_width + tap_x])
+        grad_input[position] = total
+
+
+@cuda.jit
+def cuda_conv2d_backward_weight_kernel(grad_weight: Storage, grad_out: Storage, input: Storage, out_shape: Shape,
+                                       input_shape: Shape, weight_shape: Shape, geometry: Shape) -> None:
+    "One block per weight entry of `conv2d_backward_weight_kernel`: its threads split the sum, then add up in shared memory."
+    partials = cuda.shared.array(REDUCE_THREADS, np.float64)
+    out_channels, out_height, out_width = out_shape[1], out_shape[2], out_shape[3]
+    in_channels, height, width = input_shape[1], input_shape[2], input_shape[3]
+    kernel_height, kernel_width = weight_shape[2], weight_shape[3]
+    lane, lanes = cuda.threadIdx.x, cuda.blockDim.x
+    for entry in range(cuda.blockIdx.x, len(grad_weight), cuda.gridDim.x):
+        tap_x, tap_y = entry % kernel_width, entry // kernel_width % kernel_height
+        in_channel = entry // (kernel_width * kernel_height) % in_channels
+        out_channel = entry // (kernel_width * kernel_height * in_channels)
+        total = 0.0
+        for ordinal in range(lane, out_shape[0] * out_height * out_width, lanes):  # consecutive lanes, columns
+            column, row, sample = ordinal % out_width, ordinal // out_width % out_height, ordinal // (out_width * out_height)
+            y = row * geometry[0] + tap_y - geometry[2]
+            x = column * geometry[1] + tap_x - geometry[3]
+            if 0 <= y < height and 0 <= x < width:
+                total += (grad_out[((sample * out_channels + out_channel) * out_height + row) * out_width + column]
+                          * input[((sample * in_channels + in_channel) * height + y) * width + x])
+        partials[lane] = total
+        cuda.syncthreads()
+        half = lanes // 2
+        while half > 0:
+            if lane < half:
+                partials[lane] += partials[lane + half]
+            cuda.syncthreads()
+            half //= 2
+        if lane == 0:
+            grad_weight[entry] = partials[0]
+        cuda.syncthreads()  # partials[0] is read before the next entry overwrites it
+
+# %% ../nbs/40_conv.ipynb #f4dcab7e
+def conv_layouts(out_shape: Sequence[int], input_shape: Sequence[int], weight_shape: Sequence[int],
+                 stride: tuple[int, int], padding: tuple[int, int]) -> tuple[Shape, ...]:
+    "The GPU arrays of the maps shapes and the geometry a CUDA convolution kernel reads (uploaded once per shape)."
+    return (*(device_layout(as_maps_shape(shape)) for shape in (out_shape, input_shape, weight_shape)),
+            device_layout((*stride, *padding)))
+
+
+def cuda_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int], padding: tuple[int, int],
+              padding_end: tuple[int, int]) -> Tensor:
+    "The convolution of a tensor in GPU memory by the CUDA kernel, its output left there."
+    input_maps, weight_maps = as_maps_shape(input.shape), as_maps_shape(weight.shape)
+    sizes = [conv_output_size(size, kernel, step, start, end)
+             for size, kernel, step, start, end in zip(input_maps[2:], weight_maps[2:], stride, padding, padding_end)]
+    out = input.zeros((input.shape[0], weight.shape[0], *(sizes if input.dims == 4 else sizes[1:])))
+    bias_values = CudaStorage.zeros(weight.shape[0]).array if bias is None else gpu_values(bias)
+    gpu_launch(cuda_conv2d_forward_kernel, map_launch(out.size), gpu_values(out), gpu_values(input), gpu_values(weight),
+               bias_values, *conv_layouts(out.shape, input.shape, weight.shape, stride, padding))
+    return out
+
+
+def cuda_conv_backward(grad_output: Tensor, input: Tensor, weight: Tensor, stride: tuple[int, int],
+                       padding: tuple[int, int], tracking: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
+    "The gradients of `cuda_conv` for input, weight and bias, computed on the GPU (None where not tracked)."
+    layouts = conv_layouts(grad_output.shape, input.shape, weight.shape, stride, padding)
+    grad_values = gpu_values(grad_output)
+    grad_input = grad_weight = grad_bias = None
+    if tracking[0]:
+        grad_input = input.zeros(input.shape)
+        gpu_launch(cuda_conv2d_backward_input_kernel, map_launch(grad_input.size), gpu_values(grad_input), grad_values,
+                   gpu_values(weight), *layouts)
+    if tracking[1]:
+        grad_weight = input.zeros(weight.shape)
+        gpu_launch(cuda_conv2d_backward_weight_kernel, (min(grad_weight.size, MAX_BLOCKS), REDUCE_THREADS),
+                   gpu_values(grad_weight), grad_values, gpu_values(input), *layouts)
+    if tracking[2]:
+        batch, channels = grad_output.shape[:2]
+        maps = grad_output.contiguous().view(batch, channels, grad_output.size // (batch * channels))
+        grad_bias = maps.sum(2).sum(0).view(channels)
+    return grad_input, grad_weight, grad_bias
+
 # %% ../nbs/40_conv.ipynb #7e69f253
 def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
                  padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
-    "Convolve by your kernels on `CourseBackend`, else by the fast ones; save what `conv_backward` needs."
+    "Convolve on the GPU, by your kernels on `CourseBackend`, else by the fast ones; save what `conv_backward` needs."
+    tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
+    if on_cuda(input):
+        ctx.save_for_backward(cuda_conv_backward, input.detach(), weight.detach(), stride, padding, tracking)
+        return cuda_conv(input, weight, bias, stride, padding, padding_end)
     input_values, weight_values = as_array(input), as_array(weight)
     bias_values = np.zeros(weight.shape[0]) if bias is None else as_array(bias)
     course = uses_course_kernels(input)
@@ -385,29 +542,35 @@ def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | Non
             input_values, weight_values = input_values[:, :, None], weight_values[:, :, None]
         out, padded = fast_conv2d(input_values, weight_values, bias_values, stride, padding, padding_end)
         out = out[:, :, 0] if input.dims == 3 else out
-    tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
-    ctx.save_for_backward(course, padded, weight_values, input.shape, weight.shape, stride, padding, padding_end,
-                          tracking)
+    ctx.save_for_backward(host_conv_backward, course, padded, weight_values, input.shape, weight.shape, stride, padding,
+                          padding_end, tracking)
     return from_array(out, input)
 
 
-def conv_backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    "The gradients of input, weight and bias saved by `conv_forward` (None where the input does not track them)."
-    course, padded, weight_values, input_shape, weight_shape, stride, padding, padding_end, tracking = ctx.saved_values
+def host_conv_backward(grad_output: Tensor, course: bool, padded: np.ndarray, weight_values: np.ndarray,
+                       input_shape: Sequence[int], weight_shape: Sequence[int], stride: tuple[int, int],
+                       padding: tuple[int, int], padding_end: tuple[int, int],
+                       tracking: tuple[bool, bool, bool]) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    "The gradients of input, weight and bias by the host kernels `conv_forward` ran (None where not tracked)."
     grad_values = as_array(grad_output)
     if course:
         grad_input, grad_weight = course_conv_backward(grad_values, padded, weight_values, input_shape, stride, padding,
                                                        input_grad=tracking[0], weight_grad=tracking[1])
     else:
         grad_maps = grad_values[:, :, None] if len(input_shape) == 3 else grad_values
-        maps_shape = (*input_shape[:2], 1, input_shape[2]) if len(input_shape) == 3 else input_shape
-        grad_input, grad_weight = fast_conv2d_backward(grad_maps, padded, weight_values, maps_shape, stride, padding,
-                                                       input_grad=tracking[0], weight_grad=tracking[1],
-                                                       padding_end=padding_end)
+        grad_input, grad_weight = fast_conv2d_backward(grad_maps, padded, weight_values, as_maps_shape(input_shape),
+                                                       stride, padding, input_grad=tracking[0],
+                                                       weight_grad=tracking[1], padding_end=padding_end)
     grad_bias = grad_values.sum(axis=tuple(dim for dim in range(grad_values.ndim) if dim != 1)) if tracking[2] else None
     return tuple(None if values is None else from_array(values.reshape(shape), grad_output)
                  for values, shape in ((grad_input, input_shape), (grad_weight, weight_shape),
                                        (grad_bias, (weight_shape[0],))))
+
+
+def conv_backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    "The gradients of input, weight and bias by the backward `conv_forward` saved (None where not tracked)."
+    backward, *saved = ctx.saved_values
+    return backward(grad_output, *saved)
 
 
 class Conv1dFun(Function):
