@@ -114,6 +114,7 @@ def test_maxpool2d_on_the_gpu_sends_a_tie_to_the_first_maximum_as_the_host_does(
     assert gpu.grad.to_numpy().ravel().tolist() == host.grad.to_numpy().ravel().tolist() == [1.0, 0.0, 0.0, 0.0]
 
 
+@pytest.mark.task("4.3")
 @EXAMPLES
 @given(pool_case())
 def test_avgpool2d_on_the_gpu_matches_the_host_and_copies_nothing_back(case):
