@@ -9,13 +9,14 @@ __all__ = ['operators', 'prod', 'Graph', 'datasets', 'mnist', 'digits', 'read_id
            'Mul', 'Inv', 'Neg', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ', 'GraphDrawing', 'draw_graph', 'Optimizer',
            'SGD', 'IndexingError', 'TensorData', 'broadcast_index', 'index_to_position', 'shape_broadcast',
            'strides_from_shape', 'to_index', 'Index', 'Shape', 'Strides', 'OutIndex', 'Storage', 'UserIndex',
-           'UserShape', 'UserStrides', 'SimpleBackend', 'SimpleOps', 'TensorBackend', 'TensorOps', 'Function',
-           'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand', 'FastBackend', 'FastOps', 'CudaOps',
-           'CudaUnavailableError', 'cuda_available', 'mm_practice', 'sum_practice', 'Adam', 'save_checkpoint',
-           'load_checkpoint', 'conv1d', 'conv2d', 'Conv1dFun', 'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d',
-           'max', 'argmax', 'softmax', 'logsoftmax', 'dropout', 'nll_loss', 'cross_entropy', 'xavier_uniform',
-           'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten',
-           'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
+           'UserShape', 'UserStrides', 'SimpleBackend', 'SimpleOps', 'TensorBackend', 'TensorOps', 'KernelOps',
+           'HostStorage', 'backend', 'Function', 'grad_check', 'Tensor', 'tensor', 'zeros', 'ones', 'rand',
+           'FastBackend', 'FastOps', 'CudaBackend', 'CudaOps', 'CudaStorage', 'CudaUnavailableError', 'cuda_available',
+           'mm_practice', 'sum_practice', 'Adam', 'save_checkpoint', 'load_checkpoint', 'conv1d', 'conv2d', 'Conv1dFun',
+           'Conv2dFun', 'nn', 'tile', 'avgpool2d', 'maxpool2d', 'max', 'argmax', 'softmax', 'logsoftmax', 'dropout',
+           'nll_loss', 'cross_entropy', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal',
+           'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout',
+           'CrossEntropyLoss', 'Sequential']
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import operators
@@ -32,11 +33,12 @@ from .optim import SGD, Optimizer
 from .tensor_data import (Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData, UserIndex,
                                    UserShape, UserStrides, broadcast_index, index_to_position, shape_broadcast,
                                    strides_from_shape, to_index)
-from .tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
+from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend
 from .tensor import Tensor, ones, rand, tensor, zeros
 from .tensor_functions import Function, grad_check
 from .fast_ops import FastBackend, FastOps
-from .cuda_ops import CudaOps, CudaUnavailableError, cuda_available, mm_practice, sum_practice
+from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
+                                 sum_practice)
 from .optimizers import Adam
 from .checkpoint import load_checkpoint, save_checkpoint
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
@@ -56,10 +58,10 @@ _all_ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_idx"
          "Optimizer", "SGD",
          "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast", "strides_from_shape",
          "to_index", "Index", "Shape", "Strides", "OutIndex", "Storage", "UserIndex", "UserShape", "UserStrides",
-         "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "Function", "grad_check", "Tensor",
+         "SimpleBackend", "SimpleOps", "TensorBackend", "TensorOps", "KernelOps", "HostStorage", "backend", "Function", "grad_check", "Tensor",
          "tensor", "zeros", "ones", "rand",
          "FastBackend", "FastOps",
-         "CudaOps", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice",
+         "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError", "cuda_available", "mm_practice", "sum_practice",
          "Adam", "save_checkpoint", "load_checkpoint",
          "conv1d", "conv2d", "Conv1dFun", "Conv2dFun", "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax",
          "softmax", "logsoftmax", "dropout", "nll_loss", "cross_entropy", "xavier_uniform", "xavier_normal",

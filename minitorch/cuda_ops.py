@@ -5,12 +5,13 @@
 # %% auto #0
 __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_THREADS', 'MAX_BLOCKS', 'TILE', 'MAX_DIMS',
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
-           'broadcast_index_device', 'index_to_position_device', 'DeviceLimits', 'device_limits',
+           'broadcast_index_device', 'index_to_position_device', 'CudaBackend', 'DeviceLimits', 'device_limits',
            'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
            'share_simulated_shared_arrays', 'require_cuda', 'map_launch', 'Transfers', 'record_transfer',
-           'count_transfers', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel',
-           'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'launch', 'cuda_map', 'cuda_zip',
-           'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply', 'batch_view', 'CudaOps']
+           'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array',
+           'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'launch',
+           'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply',
+           'CudaOps', 'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -28,11 +29,10 @@ from numba.cuda.cudadrv.driver import device_memset
 
 from .tensor_data import (DeviceStorage, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
                                    index_to_position, to_index)
-from .tensor_ops import TensorOps, map_output, matrix_multiply_output, zip_output
+from .tensor_ops import BACKENDS, KernelOps, TensorBackend
 
 if TYPE_CHECKING:
     from minitorch.tensor import Tensor
-
 
 # %% ../nbs/32_cuda_ops.ipynb #c831bf9e
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
@@ -191,6 +191,13 @@ def count_transfers() -> Iterator[Transfers]:
             setattr(counted, field.name, getattr(transfers, field.name) - getattr(before, field.name))
 
 
+@cuda.jit
+def fill_kernel(storage: Storage, value: float) -> None:
+    "Set every element of `storage` to `value`; launch with `map_launch`."
+    for position in range(cuda.grid(1), len(storage), cuda.gridsize(1)):
+        storage[position] = value
+
+
 class CudaStorage(DeviceStorage):
     "A tensor's flat float64 storage in GPU memory; every copy to or from the host is counted in `transfers`."
 
@@ -210,6 +217,21 @@ class CudaStorage(DeviceStorage):
         array = cuda.device_array(size, dtype=np.float64)
         device_memset(array, 0, array.nbytes)
         return CudaStorage(array)
+
+    @staticmethod
+    def full(size: int, value: float) -> "CudaStorage":
+        "`size` copies of `value`, set in GPU memory (a memset for zeros, else a fill kernel)."
+        if value == 0.0:
+            return CudaStorage.zeros(size)
+        array = cuda.device_array(size, dtype=np.float64)
+        with quick_thread_switches():
+            fill_kernel[map_launch(size)](array, value)
+        return CudaStorage(array)
+
+    @staticmethod
+    def holding(data: TensorData) -> TensorData:
+        "`data` if its storage is in GPU memory, else a view with its shape and strides of an uploaded copy."
+        return on_device(data)
 
     def __len__(self) -> int:
         return self.array.shape[0]
@@ -255,7 +277,6 @@ def on_device(data: TensorData) -> TensorData:
 def kernel_array(data: TensorData) -> Any:
     "The array a kernel gets for `data`'s storage: its GPU array, or its NumPy array (Numba copies that)."
     return data._storage.array if isinstance(data._storage, CudaStorage) else data._storage
-
 
 # %% ../nbs/32_cuda_ops.ipynb #1a8af60f
 PRACTICE_THREADS = 32
@@ -342,15 +363,15 @@ def kernel_arguments(data: TensorData) -> tuple[Any, Any, Any]:
     return on_device(data)._storage.array, device_layout(data.shape), device_layout(data.strides)
 
 
-def launch(kernel: CudaKernel, grid: tuple[Any, Any], out: "Tensor", *inputs: "Tensor", arguments: tuple = ()) -> None:
-    "Run `kernel[grid]` on the GPU arrays of `out` and `inputs` (then `arguments`); the output stays on the GPU."
-    too_deep = [tensor.shape for tensor in (out, *inputs) if tensor.dims > MAX_DIMS]
+def launch(kernel: CudaKernel, grid: tuple[Any, Any], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
+    "Run `kernel[grid]` on the GPU arrays of `datas` (output first, then `arguments`); the output stays on the GPU."
+    too_deep = [data.shape for data in datas if data.dims > MAX_DIMS]
     if too_deep:
         raise IndexingError(f"the CUDA backend handles at most {MAX_DIMS} dims, got shapes {too_deep}")
-    if not isinstance(out._tensor._storage, CudaStorage):
-        raise TypeError(f"a CUDA kernel writes into GPU memory, but its output (shape {out.shape}) is a tensor on "
-                        f"{out.backend!r}, stored on the host")
-    arrays = [array for tensor in (out, *inputs) for array in kernel_arguments(tensor._tensor)]
+    if not isinstance(datas[0]._storage, CudaStorage):
+        raise TypeError(f"a CUDA kernel writes into GPU memory, but its output (shape {datas[0].shape}) is "
+                        f"stored on the host: make it on the CUDA backend")
+    arrays = [array for data in datas for array in kernel_arguments(data)]
     with quick_thread_switches():
         kernel[grid](*arrays, *arguments)
 
@@ -412,14 +433,13 @@ def reduce_launch(out_size: int, length: int) -> tuple[int, tuple[int, int]]:
     return min(math.ceil(out_size / slots), MAX_BLOCKS), (lanes, slots)
 
 
-def cuda_reduce(fn: Any) -> CudaKernel:
+def cuda_reduce(fn: Any, start: float) -> CudaKernel:
     "A kernel folding dim `reduce_dim` of the input with `fn` from the identity `start`; launch with `reduce_launch`."
     device_fn = cuda.jit(device=True)(fn)
 
     @cuda.jit
     def reduce_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
-                      in_storage: Storage, in_shape: Shape, in_strides: Strides,
-                      reduce_dim: int, start: float) -> None:
+                      in_storage: Storage, in_shape: Shape, in_strides: Strides, reduce_dim: int) -> None:
         partials = cuda.shared.array(REDUCE_THREADS, numba.float64)
         # BEGIN SOLUTION 3.5
         index = cuda.local.array(MAX_DIMS, numba.int64)[:len(out_shape)]
@@ -492,71 +512,50 @@ def cuda_matrix_multiply(out_storage: Storage, out_shape: Shape, out_strides: St
         out_storage[batch * out_strides[0] + row * out_strides[1] + col * out_strides[2]] = total
     # END SOLUTION
 
-
-def batch_view(a: "Tensor") -> "Tensor":
-    "`a` as a 3-D tensor for the kernel: a 2-D matrix becomes a batch of one, a view of the same storage."
-    if a.dims == 3:
-        return a
-    return a._new(TensorData(a._tensor._storage, (1, *a.shape), (0, *a._tensor.strides), validate=False))
-
 # %% ../nbs/32_cuda_ops.ipynb #13aa5d41
-class CudaOps(TensorOps):
-    "The tensor backend whose map, zip, reduce and matrix multiply are CUDA kernels (or simulated ones)."
+class CudaOps(KernelOps):
+    "The CUDA kernel table: GPU storage, CUDA kernels (or simulated ones), launched on grids sized for the GPU."
 
-    cuda = True
-
-    @staticmethod
-    def to_device(data: TensorData) -> TensorData:
-        "`data` with its storage in GPU memory (uploaded once if it is on the host): every CUDA tensor's storage."
-        return on_device(data)
+    storage = CudaStorage
 
     @staticmethod
-    def device_zeros(size: int) -> CudaStorage:
-        "A storage of `size` zeros in GPU memory, for `zeros` on this backend."
-        return CudaStorage.zeros(size)
-
-    @staticmethod
-    def map(fn: Any) -> Any:
+    def map_kernel(fn: Any) -> CudaKernel:
         require_cuda()
-        kernel = cuda_map(fn)
-
-        def apply(a: "Tensor", out: "Tensor | None" = None) -> "Tensor":
-            out = map_output(a, out)
-            launch(kernel, map_launch(out.size), out, a)
-            return out
-
-        return apply
+        return cuda_map(fn)
 
     @staticmethod
-    def zip(fn: Any) -> Any:
+    def zip_kernel(fn: Any) -> CudaKernel:
         require_cuda()
-        kernel = cuda_zip(fn)
-
-        def apply(a: "Tensor", b: "Tensor") -> "Tensor":
-            out = zip_output(a, b)
-            launch(kernel, map_launch(out.size), out, a, b)
-            return out
-
-        return apply
+        return cuda_zip(fn)
 
     @staticmethod
-    def reduce(fn: Any, start: float) -> Any:
+    def reduce_kernel(fn: Any, start: float) -> CudaKernel:
         require_cuda()
-        kernel = cuda_reduce(fn)
+        return cuda_reduce(fn, start)
 
-        def apply(a: "Tensor", dim: int) -> "Tensor":
-            if not 0 <= dim < a.dims:
-                raise IndexingError(f"cannot reduce dim {dim} of a tensor of shape {a.shape}: dims are 0..{a.dims - 1}")
-            out = a.zeros(tuple(1 if d == dim else size for d, size in enumerate(a.shape)))  # the kernel starts at `start`
-            launch(kernel, reduce_launch(out.size, a.shape[dim]), out, a, arguments=(dim, start))
-            return out
-
-        return apply
+    matrix_multiply_kernel = cuda_matrix_multiply
+    elementwise_grid = staticmethod(map_launch)
+    reduce_grid = staticmethod(reduce_launch)
 
     @staticmethod
-    def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
-        require_cuda()
-        out = matrix_multiply_output(a, b)
-        batch = batch_view(out)  # shares out's storage: the kernel writes into out
-        launch(cuda_matrix_multiply, matrix_multiply_launch(batch.shape), batch, batch_view(a), batch_view(b))
-        return out
+    def matrix_multiply_grid(shape: tuple[int, int, int], inner: int) -> tuple[tuple[int, int, int], tuple[int, int]]:
+        return matrix_multiply_launch(shape)
+
+    launch = staticmethod(launch)
+
+
+class LazyBackend(TensorBackend):
+    "A `TensorBackend` that builds its functions at first use, so that making it needs no GPU."
+
+    def __init__(self, ops: type[KernelOps]):
+        self.ops = ops
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "storage" in self.__dict__:  # not a backend function, or built already
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        TensorBackend.__init__(self, self.ops)
+        return getattr(self, name)
+
+
+CudaBackend = LazyBackend(CudaOps)
+BACKENDS["cuda"] = CudaBackend

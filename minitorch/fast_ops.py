@@ -4,17 +4,17 @@
 
 # %% auto #0
 __all__ = ['to_index', 'broadcast_index', 'index_to_position', 'PARALLEL_CHUNKS', 'PARALLEL_WORK', 'ROW_BLOCK', 'INNER_BLOCK',
-           'COLUMN_BLOCK', 'tensor_matrix_multiply', 'MICRO_ROWS', 'MICRO_STEPS', 'DEPTH_BLOCK', 'PANEL_ROWS',
+           'COLUMN_BLOCK', 'blocked_matrix_multiply', 'MICRO_ROWS', 'MICRO_STEPS', 'DEPTH_BLOCK', 'PANEL_ROWS',
            'TOTALS_PAD', 'MICRO_KERNEL_MATH', 'fast_matrix_multiply', 'FastBackend', 'CourseBackend', 'compilable',
            'shape_size', 'same_contiguous_layout', 'last_step', 'chunk_bounds', 'use_threads', 'single_threaded',
-           'kernel_for', 'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'matrix_multiply_kernel',
+           'kernel_for', 'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'blocked_matrix_multiply_kernel',
            'four_values', 'micro_kernel', 'rows_of_b', 'store_totals', 'fast_matrix_multiply_kernel', 'FastOps',
            'CourseOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
 import types
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 import numpy as np
 import numba
@@ -23,11 +23,9 @@ from numba.extending import register_jitable
 
 from . import tensor_data
 from .tensor_data import Shape, Storage, Strides
-from .tensor_ops import (MapKernel, ReduceKernel, TensorBackend, TensorOps, ZipKernel, map_output,
-                                  batched, matrix_multiply_output, reduce_output, zip_output)
-
-if TYPE_CHECKING:
-    from minitorch.tensor import Tensor
+from .tensor_data import TensorData
+from .tensor_ops import (BACKENDS, KernelOps, MapKernel, ReduceKernel, TensorBackend, ZipKernel,
+                                  kernel_arrays)
 
 # %% ../nbs/30_fast_ops.ipynb #ebcf1de3
 to_index = njit(inline="always")(tensor_data.to_index)
@@ -237,9 +235,9 @@ COLUMN_BLOCK = 256
 "Columns of `b` (and of the output) handled at a time: a panel is INNER_BLOCK x COLUMN_BLOCK floats (256 KiB)."
 
 
-def matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
-                           a_storage: Storage, a_shape: Shape, a_strides: Strides,
-                           b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
+def blocked_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                                   a_storage: Storage, a_shape: Shape, a_strides: Strides,
+                                   b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1, in cache-sized blocks."
     # BEGIN SOLUTION 3.2
     rows, cols, inner = out_shape[1], out_shape[2], a_shape[2]
@@ -273,7 +271,7 @@ def matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: 
     # END SOLUTION
 
 
-tensor_matrix_multiply = njit(parallel=True, cache=True)(matrix_multiply_kernel)
+blocked_matrix_multiply = njit(parallel=True, cache=True)(blocked_matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #5e51de5b
 MICRO_ROWS = 4
@@ -393,49 +391,37 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
 
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
-class FastOps(TensorOps):
-    "The tensor backend of Numba-compiled parallel kernels: chapter 2's checks, compiled loops."
+class FastOps(KernelOps):
+    "The tensor backend of Numba-compiled parallel kernels: chapter 2's wrappers, compiled loops on threads."
+
+    map_kernel = staticmethod(tensor_map)
+    zip_kernel = staticmethod(tensor_zip)
 
     @staticmethod
-    def map(fn: Callable[[float], float]) -> Callable[..., "Tensor"]:
-        kernel = tensor_map(fn)
+    def reduce_kernel(fn: Callable[[float, float], float], start: float) -> ReduceKernel:
+        return tensor_reduce(fn)
 
-        def apply(a: "Tensor", out: "Tensor | None" = None) -> "Tensor":
-            out = map_output(a, out)
-            kernel_for(kernel, out.size)(*out.tuple(), *a.tuple())
-            return out
-
-        return apply
+    matrix_multiply_kernel = staticmethod(fast_matrix_multiply)
 
     @staticmethod
-    def zip(fn: Callable[[float, float], float]) -> Callable[["Tensor", "Tensor"], "Tensor"]:
-        kernel = tensor_zip(fn)
-
-        def apply(a: "Tensor", b: "Tensor") -> "Tensor":
-            out = zip_output(a, b)
-            kernel_for(kernel, out.size)(*out.tuple(), *a.tuple(), *b.tuple())
-            return out
-
-        return apply
+    def elementwise_grid(size: int) -> tuple[int, int]:
+        "One operation per output; threads get equal shares, fixed in advance."
+        return size, 0
 
     @staticmethod
-    def reduce(fn: Callable[[float, float], float], start: float) -> Callable[["Tensor", int], "Tensor"]:
-        kernel = tensor_reduce(fn)
-
-        def apply(a: "Tensor", dim: int) -> "Tensor":
-            out = reduce_output(a, dim, start)
-            kernel_for(kernel, a.size)(*out.tuple(), *a.tuple(), dim)
-            return out
-
-        return apply
+    def reduce_grid(size: int, length: int) -> tuple[int, int]:
+        "`length` operations per output; equal shares."
+        return size * length, 0
 
     @staticmethod
-    def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
-        out = matrix_multiply_output(a, b)
-        # threads take panels one at a time: one held up elsewhere delays only the panel it is on
-        kernel = kernel_for(fast_matrix_multiply, out.size * a.shape[-1], tasks_at_a_time=1)
-        kernel(*batched(out), *batched(a), *batched(b))
-        return out
+    def matrix_multiply_grid(shape: tuple[int, int, int], inner: int) -> tuple[int, int]:
+        "`inner` multiply-adds per output; threads take panels one at a time, so one held up delays only its panel."
+        return shape[0] * shape[1] * shape[2] * inner, 1
+
+    @staticmethod
+    def launch(kernel: Any, grid: tuple[int, int], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
+        "Run `kernel` on every thread or on one, as `grid = (work, tasks_at_a_time)` makes worth it."
+        kernel_for(kernel, *grid)(*kernel_arrays(datas), *arguments)
 
 
 FastBackend = TensorBackend(FastOps)
@@ -444,11 +430,8 @@ FastBackend = TensorBackend(FastOps)
 class CourseOps(FastOps):
     "`FastOps` on the kernels you write: your blocked matrix multiply here, your convolution kernels in chapter 4."
 
-    @staticmethod
-    def matrix_multiply(a: "Tensor", b: "Tensor") -> "Tensor":
-        out = matrix_multiply_output(a, b)
-        kernel_for(tensor_matrix_multiply, out.size * a.shape[-1])(*batched(out), *batched(a), *batched(b))
-        return out
+    matrix_multiply_kernel = staticmethod(blocked_matrix_multiply)
 
 
 CourseBackend = TensorBackend(CourseOps)
+BACKENDS.update(fast=FastBackend, course=CourseBackend)

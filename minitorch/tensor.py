@@ -35,7 +35,7 @@ class Tensor:
 
     def __init__(self, data: TensorData, history: History | None = None, backend: TensorBackend = SimpleBackend,
                  name: str | None = None):
-        self._tensor = backend.ops.to_device(data) if backend.cuda else data
+        self._tensor = backend.storage.holding(data)  # on the backend's device: moved there if elsewhere
         self.history = history
         self.backend = backend
         self.name = name
@@ -208,21 +208,24 @@ def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: boo
         shape, values = data.shape or (1,), data.astype(np.float64).ravel()
     else:
         shape, values = nested_shape(data) or (1,), np.array(data, dtype=np.float64).ravel()
-    return Tensor(TensorData(values, shape), backend=backend).requires_grad_(requires_grad)
+    return _made(backend.storage.from_host(values), shape, backend, requires_grad)
+
+
+def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires_grad: bool) -> Tensor:
+    "A contiguous tensor of `shape` over `storage`, which is of `backend`'s storage kind."
+    return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
 def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
     "A tensor of `shape` filled with 0.0."
     shape = _as_shape(shape)
-    size = math.prod(shape)
-    storage = backend.ops.device_zeros(size) if backend.cuda else np.zeros(size)
-    return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
+    return _made(backend.storage.zeros(math.prod(shape)), shape, backend, requires_grad)
 
 
 def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
     "A tensor of `shape` filled with 1.0."
     shape = _as_shape(shape)
-    return Tensor(TensorData(np.ones(math.prod(shape)), shape, validate=False), backend=backend).requires_grad_(requires_grad)
+    return _made(backend.storage.full(math.prod(shape), 1.0), shape, backend, requires_grad)
 
 
 def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
@@ -230,4 +233,4 @@ def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, req
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
     shape = _as_shape(shape)
     values = np.random.default_rng(seed).random(math.prod(shape))
-    return Tensor(TensorData(values, shape, validate=False), backend=backend).requires_grad_(requires_grad)
+    return _made(backend.storage.from_host(values), shape, backend, requires_grad)

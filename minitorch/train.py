@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['DATASETS', 'MODELS', 'BACKENDS', 'Split', 'digits_splits', 'load_splits', 'lenet', 'mlp', 'build_model', 'batches',
-           'train_step', 'predict', 'accuracy', 'confusion_matrix', 'History', 'fit', 'positive', 'parser',
-           'backend_named', 'main']
+           'train_step', 'predict', 'accuracy', 'confusion_matrix', 'History', 'fit', 'positive', 'parser', 'main']
 
 # %% ../nbs/44_mnist.ipynb #003bff7c
 import argparse
@@ -26,7 +25,7 @@ from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entr
 from .optim import Optimizer
 from .optimizers import Adam
 from .tensor import tensor
-from .tensor_ops import SimpleBackend, TensorBackend
+from .tensor_ops import TensorBackend, backend
 
 # %% ../nbs/44_mnist.ipynb #7b8d51ba
 DATASETS = ("mnist", "digits")
@@ -205,14 +204,6 @@ def parser() -> argparse.ArgumentParser:
     return options
 
 
-def backend_named(name: str) -> TensorBackend:
-    "The tensor backend called `name`; 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1."
-    if name == "cuda":
-        from minitorch.cuda_ops import CudaOps
-        return TensorBackend(CudaOps)
-    return {"fast": FastBackend, "course": CourseBackend, "simple": SimpleBackend}[name]
-
-
 def main(argv: Sequence[str] | None = None) -> History:
     "Run the command with `argv` (default: sys.argv[1:])."
     options = parser()
@@ -223,11 +214,11 @@ def main(argv: Sequence[str] | None = None) -> History:
         train, valid = load_splits(args.dataset, args.limit)
     except FileNotFoundError as error:
         options.error(str(error))
-    backend = backend_named(args.backend)
-    model = build_model(args.model, train.images.shape[-1], backend, args.seed)
+    chosen = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
+    model = build_model(args.model, train.images.shape[-1], chosen, args.seed)
     print(f"{args.model} on {args.dataset}: {len(train.labels)} training, {len(valid.labels)} validation images, "
           f"{args.backend} backend, Adam lr {args.lr}, batch size {args.batch_size}")
-    return fit(model, Adam(model.parameters(), lr=args.lr), train, valid, args.epochs, args.batch_size, backend,
+    return fit(model, Adam(model.parameters(), lr=args.lr), train, valid, args.epochs, args.batch_size, chosen,
                args.seed, args.checkpoint)
 
 # %% ../nbs/44_mnist.ipynb #ddf1067a

@@ -84,7 +84,7 @@ def test_matrix_multiply_matches_the_simple_kernel(draw):
     a = draw.draw(tensor_data((a_batch, rows, inner)))
     b = draw.draw(tensor_data((b_batch, inner, cols)))
     outputs = []
-    for kernel in (tensor_ops.tensor_matrix_multiply, fast_ops.tensor_matrix_multiply):
+    for kernel in (tensor_ops.simple_matrix_multiply, fast_ops.blocked_matrix_multiply):
         out = stale((batch, rows, cols))
         kernel(*out.tuple(), *a.tuple(), *b.tuple())
         outputs.append(as_numpy(out))
@@ -103,7 +103,7 @@ def test_matrix_multiply_across_block_edges(a_shape, b_shape, transpose_b):
     else:
         b = TensorData(rng.normal(size=int(np.prod(b_shape))), b_shape)
     out = empty((max(a_shape[0], b_shape[0]), a_shape[1], b_shape[2]))
-    fast_ops.tensor_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
+    fast_ops.blocked_matrix_multiply(*out.tuple(), *a.tuple(), *b.tuple())
     np.testing.assert_allclose(as_numpy(out), as_numpy(a) @ as_numpy(b), rtol=1e-10, atol=1e-10)
 
 
@@ -163,7 +163,7 @@ def test_course_backend_multiplies_with_your_kernel_as_the_tuned_one_does(a_shap
         np.testing.assert_allclose(yours, tuned, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("backend, kernel", [(fast_ops.CourseBackend, "tensor_matrix_multiply"),
+@pytest.mark.parametrize("backend, kernel", [(fast_ops.CourseBackend, "blocked_matrix_multiply"),
                                              (fast_ops.FastBackend, "fast_matrix_multiply")])
 @pytest.mark.parametrize("size", [4, 128])  # one thread, and every thread
 def test_each_backend_runs_its_own_matrix_multiply(monkeypatch, backend, kernel, size):

@@ -417,7 +417,7 @@ def mnist_row(batches: int) -> Callable[[], Row]:
         from minitorch import train
 
         defaults = train.parser().parse_args([])
-        backend = train.backend_named(defaults.backend)
+        backend = minitorch.backend(defaults.backend)
         model = train.build_model(defaults.model, 28, backend, seed=defaults.seed)
         optimizer = minitorch.Adam(model.parameters(), lr=defaults.lr)
         torch_model = torch_lenet(torch, model)

@@ -1,0 +1,71 @@
+"""Backends by name, the storage every constructor goes through, and the wrappers `KernelOps` writes once."""
+import numpy as np
+import pytest
+
+import minitorch
+from minitorch import (CudaBackend, CudaStorage, FastBackend, FastOps, HostStorage, KernelOps, SimpleBackend, SimpleOps,
+                       TensorBackend, backend, cuda_available, tensor)
+from minitorch.cuda_ops import CudaOps
+from minitorch.fast_ops import CourseBackend
+
+
+def test_backends_have_names():
+    assert backend("simple") is SimpleBackend and backend("fast") is FastBackend
+    assert backend("course") is CourseBackend and backend("cuda") is CudaBackend
+
+
+def test_a_bad_backend_name_lists_the_names():
+    with pytest.raises(ValueError, match=r"no backend called 'gpu': the backends are 'simple', 'fast', 'course', 'cuda'"):
+        backend("gpu")
+
+
+@pytest.mark.parametrize("ops", [SimpleOps, FastOps, CudaOps])
+def test_every_backend_is_a_kernel_table_over_the_same_wrappers(ops):
+    assert issubclass(ops, KernelOps)
+    for wrapper in ("map", "zip", "reduce", "matrix_multiply"):
+        assert wrapper not in vars(ops), f"{ops.__name__} writes its own {wrapper}"
+
+
+@pytest.mark.parametrize("chosen", [SimpleBackend, FastBackend] + ([CudaBackend] if cuda_available() else []))
+def test_the_shared_wrappers_check_shapes_and_fill_reduce_outputs(chosen):
+    a = tensor(np.arange(6.0).reshape(2, 3), backend=chosen)
+    with pytest.raises(minitorch.IndexingError, match="cannot reduce dim 2"):
+        chosen.add_reduce(a, 2)
+    assert chosen.max_reduce(a, 1).to_numpy().tolist() == [[2.0], [5.0]]
+    assert chosen.mul_reduce(a + 1.0, 0).to_numpy().tolist() == [[4.0, 10.0, 18.0]]
+    out = minitorch.zeros((2, 3), backend=chosen)
+    assert chosen.ops.map(minitorch.operators.neg)(tensor([1.0, 2.0, 3.0], backend=chosen), out) is out
+    assert out.to_numpy().tolist() == [[-1.0, -2.0, -3.0]] * 2
+    assert chosen.ops.matrix_multiply(a, a.permute(1, 0)).to_numpy().tolist() == [[5.0, 14.0], [14.0, 50.0]]
+
+
+def test_host_constructors_use_host_storage():
+    for made in (minitorch.zeros((2,)), minitorch.ones((2,)), minitorch.rand((2,)), tensor([1.0, 2.0])):
+        assert type(made._tensor._storage) is np.ndarray and made.backend.storage is HostStorage
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")
+def test_every_constructor_on_the_cuda_backend_makes_gpu_storage():
+    made = {"zeros": minitorch.zeros((2, 3), backend=CudaBackend), "ones": minitorch.ones((2, 3), backend=CudaBackend),
+            "rand": minitorch.rand((2, 3), backend=CudaBackend, seed=0),
+            "tensor": tensor([[1.0, 2.0, 3.0]], backend=CudaBackend)}
+    made["sum"] = made["ones"].sum(1)
+    for name, value in made.items():
+        assert isinstance(value._tensor._storage, CudaStorage), name
+    assert made["ones"].to_numpy().tolist() == [[1.0] * 3] * 2 and made["sum"].to_numpy().tolist() == [[3.0], [3.0]]
+    np.testing.assert_array_equal(made["rand"].to_numpy(), minitorch.rand((2, 3), seed=0).to_numpy())
+
+
+def test_the_cuda_backend_is_built_at_first_use():
+    lazy = type(CudaBackend)(CudaOps)
+    assert "add_zip" not in vars(lazy) and repr(lazy) == "TensorBackend(CudaOps)"
+    if cuda_available():
+        assert callable(lazy.add_zip) and lazy.storage is CudaStorage
+        with pytest.raises(AttributeError, match="no attribute 'no_such_function'"):
+            lazy.no_such_function
+
+
+def test_the_classic_construction_still_works():
+    classic = TensorBackend(FastOps)
+    a = tensor([1.0, 2.0], backend=classic)
+    assert FastOps.map(minitorch.operators.neg)(a).to_numpy().tolist() == [-1.0, -2.0]
