@@ -19,11 +19,12 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .conv import as_array, as_pair, conv1d, conv2d, from_array, gpu_launch, gpu_values, on_cuda
-from .cuda_ops import device_layout, map_launch
+from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_device, maps_position_device,
+                            on_cuda)
+from .cuda_ops import launch, map_launch
 from .module import Module
 from .tensor import Tensor, tensor
-from .tensor_data import Shape, Storage
+from .tensor_data import Shape, Storage, Strides
 from .tensor_functions import Function
 from .tensor_ops import SimpleBackend, TensorBackend
 
@@ -172,52 +173,63 @@ def maxpool2d(input: Tensor, kernel: int | Sequence[int]) -> Tensor:
     return MaxPool2dFun.apply(input, kernel=kernel)
 
 # %% ../nbs/41_nn.ipynb #4f9b2ef4
-def block_maximum(input: Storage, position: int, input_shape: Shape, kernel: Shape) -> int:
-    "Where in the row-major `input` the first largest value of output `position`'s kh x kw block is."
-    height, width = input_shape[2], input_shape[3]
-    out_height, out_width = height // kernel[0], width // kernel[1]
-    plane = position // (out_height * out_width) * height * width
-    top, left = position // out_width % out_height * kernel[0], position % out_width * kernel[1]
-    best = plane + top * width + left
-    for y in range(top, top + kernel[0]):
-        for x in range(left, left + kernel[1]):
-            if input[plane + y * width + x] > input[best]:
-                best = plane + y * width + x
-    return best
+def block_maximum(input: Storage, strides: Strides, sample: int, channel: int, top: int, left: int,
+                  kernel_height: int, kernel_width: int) -> tuple[int, int]:
+    "The (y, x) of the first largest value of the block of map (sample, channel) whose top left corner is (top, left)."
+    best_y, best_x = top, left
+    best = input[maps_position_device(strides, sample, channel, top, left)]
+    for y in range(top, top + kernel_height):
+        for x in range(left, left + kernel_width):
+            value = input[maps_position_device(strides, sample, channel, y, x)]
+            if value > best:
+                best, best_y, best_x = value, y, x
+    return best_y, best_x
 
 
 block_maximum_device = cuda.jit(device=True)(block_maximum)
 
 
 @cuda.jit
-def cuda_maxpool2d_forward_kernel(out: Storage, input: Storage, input_shape: Shape, kernel: Shape) -> None:
+def cuda_maxpool2d_forward_kernel(out: Storage, out_shape: Shape, out_strides: Strides,
+                                  input: Storage, input_shape: Shape, input_strides: Strides,
+                                  kernel_height: int, kernel_width: int) -> None:
     "One thread per output value: the first largest value of its block, as `maxpool2d_forward_kernel` finds it."
-    for position in range(cuda.grid(1), len(out), cuda.gridsize(1)):
-        out[position] = input[block_maximum_device(input, position, input_shape, kernel)]
+    for ordinal in range(cuda.grid(1), out_shape[0] * out_shape[1] * out_shape[2] * out_shape[3], cuda.gridsize(1)):
+        sample, channel, row, column = maps_index_device(ordinal, out_shape)
+        y, x = block_maximum_device(input, input_strides, sample, channel, row * kernel_height, column * kernel_width,
+                                    kernel_height, kernel_width)
+        out[maps_position_device(out_strides, sample, channel, row, column)] = input[
+            maps_position_device(input_strides, sample, channel, y, x)]
 
 
 @cuda.jit
-def cuda_maxpool2d_backward_kernel(grad_input: Storage, grad_out: Storage, input: Storage, input_shape: Shape,
-                                   kernel: Shape) -> None:
+def cuda_maxpool2d_backward_kernel(grad_input: Storage, grad_input_shape: Shape, grad_input_strides: Strides,
+                                   grad_out: Storage, grad_out_shape: Shape, grad_out_strides: Strides,
+                                   input: Storage, input_shape: Shape, input_strides: Strides,
+                                   kernel_height: int, kernel_width: int) -> None:
     "One thread per output value: its gradient goes to its block's first maximum (`grad_input` is zero on entry)."
-    for position in range(cuda.grid(1), len(grad_out), cuda.gridsize(1)):
-        grad_input[block_maximum_device(input, position, input_shape, kernel)] = grad_out[position]
+    size = grad_out_shape[0] * grad_out_shape[1] * grad_out_shape[2] * grad_out_shape[3]
+    for ordinal in range(cuda.grid(1), size, cuda.gridsize(1)):
+        sample, channel, row, column = maps_index_device(ordinal, grad_out_shape)
+        y, x = block_maximum_device(input, input_strides, sample, channel, row * kernel_height, column * kernel_width,
+                                    kernel_height, kernel_width)
+        grad_input[maps_position_device(grad_input_strides, sample, channel, y, x)] = grad_out[
+            maps_position_device(grad_out_strides, sample, channel, row, column)]
 
 
 def cuda_maxpool2d(input: Tensor, kernel: tuple[int, int]) -> Tensor:
     "Max pooling of a tensor in GPU memory by the CUDA kernel, its output left there."
     batch, channels, height, width = input.shape
     out = input.zeros((batch, channels, height // kernel[0], width // kernel[1]))
-    gpu_launch(cuda_maxpool2d_forward_kernel, map_launch(out.size), gpu_values(out), gpu_values(input),
-               device_layout(input.shape), device_layout(kernel))
+    launch(cuda_maxpool2d_forward_kernel, map_launch(out.size), (out._tensor, input._tensor), kernel)
     return out
 
 
 def cuda_maxpool2d_backward(grad_output: Tensor, input: Tensor, kernel: tuple[int, int]) -> Tensor:
     "The gradient of `cuda_maxpool2d` for its input, computed on the GPU."
     grad_input = input.zeros(input.shape)
-    gpu_launch(cuda_maxpool2d_backward_kernel, map_launch(grad_output.size), gpu_values(grad_input),
-               gpu_values(grad_output), gpu_values(input), device_layout(input.shape), device_layout(kernel))
+    launch(cuda_maxpool2d_backward_kernel, map_launch(grad_output.size),
+           (grad_input._tensor, grad_output._tensor, input._tensor), kernel)
     return grad_input
 
 # %% ../nbs/41_nn.ipynb #e82e4faa
@@ -271,8 +283,9 @@ dropout_uniform_device = cuda.jit(device=True)(dropout_uniform)
 
 
 @cuda.jit
-def cuda_dropout_mask_kernel(mask: Storage, rate: float, seed: int) -> None:
+def cuda_dropout_mask_kernel(mask: Storage, mask_shape: Shape, mask_strides: Strides, rate: float, seed: int) -> None:
     "mask[i] = 1 / (1 - rate) where element i's number is at least `rate`, else 0; one thread per element."
+    # the mask is made for this kernel, contiguous: an element's position is its number, and shape and strides go unused
     for position in range(cuda.grid(1), len(mask), cuda.gridsize(1)):
         mask[position] = 1.0 / (1.0 - rate) if dropout_uniform_device(seed, position) >= rate else 0.0
 
@@ -280,7 +293,7 @@ def cuda_dropout_mask_kernel(mask: Storage, rate: float, seed: int) -> None:
 def cuda_dropout_mask(like: Tensor, rate: float, rng: np.random.Generator) -> Tensor:
     "Dropout's mask for a tensor in GPU memory, made on the GPU from one seed that `rng` draws on the host."
     mask = like.zeros(like.shape)
-    gpu_launch(cuda_dropout_mask_kernel, map_launch(mask.size), gpu_values(mask), float(rate), int(rng.integers(2 ** 32)))
+    launch(cuda_dropout_mask_kernel, map_launch(mask.size), (mask._tensor,), (float(rate), int(rng.integers(2 ** 32))))
     return mask
 
 # %% ../nbs/41_nn.ipynb #be25ada7

@@ -15,12 +15,12 @@ import numpy as np
 from fastcore.basics import patch
 from numba import cuda, njit
 
-from .conv import gpu_launch, on_cuda
-from .cuda_ops import kernel_array, map_launch
+from .conv import on_cuda
+from .cuda_ops import launch, map_launch
 from .module import Parameter
 from .optim import SGD, Optimizer, gradient_of
 from .tensor import Tensor
-from .tensor_data import Storage
+from .tensor_data import Shape, Storage, Strides
 
 # %% ../nbs/42_optimizers.ipynb #2da01437
 @patch
@@ -71,9 +71,13 @@ def adam_kernel(step: Storage, mean: Storage, square: Storage, gradient: Storage
 
 
 @cuda.jit
-def cuda_adam_kernel(step: Storage, mean: Storage, square: Storage, gradient: Storage, lr: float, beta1: float,
-                     beta2: float, correction1: float, correction2: float, eps: float) -> None:
+def cuda_adam_kernel(step: Storage, step_shape: Shape, step_strides: Strides,
+                     mean: Storage, mean_shape: Shape, mean_strides: Strides,
+                     square: Storage, square_shape: Shape, square_strides: Strides,
+                     gradient: Storage, gradient_shape: Shape, gradient_strides: Strides,
+                     lr: float, beta1: float, beta2: float, correction1: float, correction2: float, eps: float) -> None:
     "Adam's update on the GPU: `adam_entry` with one thread per entry."
+    # four contiguous tensors of one shape: an entry is at the same position in each, and shapes and strides go unused
     for position in range(cuda.grid(1), len(step), cuda.gridsize(1)):
         device_adam_entry(step, mean, square, gradient, position, lr, beta1, beta2, correction1, correction2, eps)
 
@@ -125,9 +129,9 @@ class Adam(Optimizer):
                         np.asarray(gradient, dtype=np.float64).reshape(-1), *settings)
             return step[()]
         step = gradient.zeros(gradient.shape)
-        arrays = [kernel_array(tensor._tensor) for tensor in (step, moments.mean, moments.square, gradient.contiguous())]
+        datas = tuple(tensor._tensor for tensor in (step, moments.mean, moments.square, gradient.contiguous()))
         if on_cuda(gradient):
-            gpu_launch(cuda_adam_kernel, map_launch(step.size), *arrays, *settings)
+            launch(cuda_adam_kernel, map_launch(step.size), datas, settings)
         else:
-            adam_kernel(*arrays, *settings)
+            adam_kernel(*(data._storage for data in datas), *settings)
         return step
