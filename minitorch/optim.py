@@ -19,7 +19,7 @@ def gradient_of(value: Any) -> Any:
 
 
 class Optimizer:
-    "Holds the parameters that an optimisation algorithm updates."
+    "Holds the parameters that an optimisation algorithm updates, and walks them at each `step`."
 
     def __init__(self, parameters: Iterable[Parameter]):
         self.parameters = list(parameters)
@@ -31,6 +31,17 @@ class Optimizer:
                 if hasattr(parameter.value, attribute):
                     setattr(parameter.value, attribute, None)
 
+    def step(self) -> None:
+        "Move every parameter that has a gradient by the optimiser's rule: value <- value - change."
+        for parameter in self.parameters:
+            gradient = gradient_of(parameter.value)
+            if gradient is not None:
+                parameter.update(parameter.value - self.change(parameter, gradient))
+
+    def change(self, parameter: Parameter, gradient: Any) -> Any:
+        "What a step subtracts from `parameter`, given its gradient: each optimiser has its own rule."
+        raise NotImplementedError
+
 
 class SGD(Optimizer):
     "Stochastic gradient descent: move each parameter by `-lr` times its gradient."
@@ -39,16 +50,11 @@ class SGD(Optimizer):
         super().__init__(parameters)
         self.lr = lr
 
-    def step(self) -> None:
-        "Update every parameter that has a gradient: value <- value - lr * direction."
-        for parameter in self.parameters:
-            gradient = gradient_of(parameter.value)
-            if gradient is None:
-                continue
-            direction = self.direction(parameter, gradient)
-            # BEGIN SOLUTION 1.7
-            parameter.update(parameter.value - self.lr * direction)
-            # END SOLUTION
+    def change(self, parameter: Parameter, gradient: Any) -> Any:
+        "What a step subtracts from `parameter`: lr times its direction."
+        # BEGIN SOLUTION 1.7
+        return self.lr * self.direction(parameter, gradient)
+        # END SOLUTION
 
     def direction(self, parameter: Parameter, gradient: Any) -> Any:
         "Which way `parameter` moves, per unit of `lr`: plain SGD follows the gradient itself."

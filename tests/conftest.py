@@ -6,6 +6,8 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import pytest
 from hypothesis import HealthCheck, settings
 
+from minitorch.cuda_ops import CudaStorage
+
 settings.register_profile("minitorch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("minitorch")
 
@@ -32,11 +34,12 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def fewer_examples_on_cuda(request):
-    "Cap the hypothesis examples of a test run with a CUDA backend (its `backend` parameter has `cuda` set)."
+    "Cap the hypothesis examples of a test run with a CUDA backend (its `backend` parameter keeps `CudaStorage`)."
     callspec = getattr(request.node, "callspec", None)
     test = request.function
     chosen = getattr(test, "_hypothesis_internal_use_settings", None)  # where @settings/@given keep them
-    if callspec is None or chosen is None or not getattr(callspec.params.get("backend"), "cuda", False):
+    on_cuda = getattr(callspec.params.get("backend"), "storage", None) is CudaStorage if callspec else False
+    if chosen is None or not on_cuda:
         yield
         return
     test._hypothesis_internal_use_settings = settings(chosen, max_examples=min(chosen.max_examples, CUDA_MAX_EXAMPLES))
