@@ -98,7 +98,8 @@ def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
     countdown_shape = tuple(size if axis == dim else 1 for axis in range(values.dims))
     # BEGIN SOLUTION 4.3
     countdown = tensor(np.arange(size, 0, -1.0).reshape(countdown_shape), backend=values.backend)
-    is_max = values == Max.apply(values, dim=dim)
+    is_nan = 1.0 - (values == values)
+    is_max = (values == Max.apply(values, dim=dim)) + is_nan
     positions = -Max.apply(is_max * countdown, dim=dim) + size
     # END SOLUTION
     return values._drop_dim(positions, dim, keepdim)
@@ -118,8 +119,9 @@ def maxpool2d_forward_kernel(out: np.ndarray, where: np.ndarray, input: np.ndarr
                 best = input[sample, channel, best_y, best_x]
                 for y in range(row * kernel_height, (row + 1) * kernel_height):
                     for x in range(column * kernel_width, (column + 1) * kernel_width):
-                        if input[sample, channel, y, x] > best:
-                            best, best_y, best_x = input[sample, channel, y, x], y, x
+                        value = input[sample, channel, y, x]
+                        if value > best or value != value:
+                            best, best_y, best_x = value, y, x
                 out[sample, channel, row, column] = best
                 where[sample, channel, row, column] = best_y * width + best_x
 
