@@ -177,13 +177,13 @@ def maxpool2d(input: Tensor, kernel: int | Sequence[int]) -> Tensor:
 # %% ../nbs/41_nn.ipynb #4f9b2ef4
 def block_maximum(input: Storage, strides: Strides, sample: int, channel: int, top: int, left: int,
                   kernel_height: int, kernel_width: int) -> tuple[int, int]:
-    "The (y, x) of the first largest value of the block of map (sample, channel) whose top left corner is (top, left)."
+    "The (y, x) of the first largest value, or of the last NaN, in the block of map (sample, channel) at (top, left)."
     best_y, best_x = top, left
     best = input[maps_position_device(strides, sample, channel, top, left)]
     for y in range(top, top + kernel_height):
         for x in range(left, left + kernel_width):
             value = input[maps_position_device(strides, sample, channel, y, x)]
-            if value > best:
+            if value > best or value != value:  # a NaN wins, as on the CPU
                 best, best_y, best_x = value, y, x
     return best_y, best_x
 
