@@ -87,7 +87,7 @@ class Max(Function):
 
 
 def _nonempty_dim(input: Tensor, dim: int, name: str) -> int:
-    "`dim` of `input` checked as `Tensor._dim` does, or an `IndexingError` if it has size 0: nothing has no maximum."
+    "`dim` of `input` checked as `Tensor._dim` does, or an `IndexingError` if it has size 0 (with no maximum)."
     dim = input._dim(dim)
     if input.shape[dim] == 0:
         raise IndexingError(f"{name}(): expected reduction dim {dim} to have non-zero size, "

@@ -246,9 +246,10 @@ def test_cuda_launch_skips_an_empty_output():
 
 
 # --- PyTorch parity -----------------------------------------------------------------------------------------------
-def torch_twin(value):
-    "A torch leaf with the values of the minitorch leaf `value`."
-    return torch.tensor(value.to_numpy(), dtype=torch.float64, requires_grad=True)
+def twins(backend, data, *shapes):
+    "For each shape, a minitorch leaf on `backend` (see `leaf`) and a torch leaf with its values."
+    leaves = [leaf(backend, data, shape) for shape in shapes]
+    return [(ours, torch.tensor(ours.to_numpy(), dtype=torch.float64, requires_grad=True)) for ours in leaves]
 
 
 def assert_like_torch(ours, theirs):
@@ -269,9 +270,7 @@ def assert_grads_like_torch(pairs):
 @settings(max_examples=30)
 @given(data=st.data())
 def test_elementwise_and_reductions_match_torch(backend, data):
-    shape_x, shape_y = data.draw(empty_broadcast_pairs())
-    x, y = leaf(backend, data, shape_x), leaf(backend, data, shape_y)
-    x_torch, y_torch = torch_twin(x), torch_twin(y)
+    (x, x_torch), (y, y_torch) = pairs = twins(backend, data, *data.draw(empty_broadcast_pairs()))
     ours, theirs = elementwise(x, y), elementwise(x_torch, y_torch)
     assert_like_torch(ours, theirs)
     dim = data.draw(st.integers(min_value=0, max_value=ours.dims - 1))
@@ -280,7 +279,7 @@ def test_elementwise_and_reductions_match_torch(backend, data):
     assert_like_torch(ours, theirs)
     (ours.sum() + x.sum() * 2.0).backward()
     (theirs.sum() + x_torch.sum() * 2.0).backward()
-    assert_grads_like_torch([(x, x_torch), (y, y_torch)])
+    assert_grads_like_torch(pairs)
 
 
 @needs_torch
@@ -288,14 +287,12 @@ def test_elementwise_and_reductions_match_torch(backend, data):
 @settings(max_examples=30)
 @given(data=st.data())
 def test_matmul_matches_torch(backend, data):
-    a_shape, b_shape = data.draw(empty_matmul_shapes())
-    a, b = leaf(backend, data, a_shape), leaf(backend, data, b_shape)
-    a_torch, b_torch = torch_twin(a), torch_twin(b)
+    (a, a_torch), (b, b_torch) = pairs = twins(backend, data, *data.draw(empty_matmul_shapes()))
     ours, theirs = (a @ b).sigmoid(), (a_torch @ b_torch).sigmoid()
     assert_like_torch(ours, theirs)
     ours.sum().backward()
     theirs.sum().backward()
-    assert_grads_like_torch([(a, a_torch), (b, b_torch)])
+    assert_grads_like_torch(pairs)
 
 
 @needs_torch
@@ -305,8 +302,7 @@ def test_matmul_matches_torch(backend, data):
 def test_views_max_and_softmax_match_torch(backend, data):
     shape = data.draw(empty_shapes())
     order = data.draw(st.permutations(range(len(shape))))
-    x = leaf(backend, data, shape)
-    x_torch = torch_twin(x)
+    [(x, x_torch)] = pairs = twins(backend, data, shape)
     moved, moved_torch = x.permute(*order), x_torch.permute(*order)
     assert_like_torch(moved.contiguous().view(0), moved_torch.contiguous().view(0))
     dim = data.draw(st.integers(min_value=0, max_value=len(shape) - 1))
@@ -323,7 +319,7 @@ def test_views_max_and_softmax_match_torch(backend, data):
     assert_like_torch(ours, theirs)
     ours.sum().backward()
     theirs.sum().backward()
-    assert_grads_like_torch([(x, x_torch)])
+    assert_grads_like_torch(pairs)
 
 
 @needs_torch
