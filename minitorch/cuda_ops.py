@@ -157,7 +157,7 @@ def require_cuda() -> None:
 # %% ../nbs/32_cuda_ops.ipynb #89af2ebe
 def map_launch(size: int) -> tuple[int, int]:
     "`(blocks, threads)` for a map or zip writing `size` elements: one thread per element, grid capped at `MAX_BLOCKS`."
-    threads = min(THREADS_PER_BLOCK, size)
+    threads = min(THREADS_PER_BLOCK, max(size, 1))  # no elements: no blocks (of one thread), a launch `launch` skips
     return min(math.ceil(size / threads), MAX_BLOCKS), threads
 
 # %% ../nbs/32_cuda_ops.ipynb #7c1e5a02
@@ -215,13 +215,14 @@ class CudaStorage(DeviceStorage):
     def zeros(size: int) -> "CudaStorage":
         "`size` zeros, set in GPU memory (a memset: nothing crosses the bus)."
         array = cuda.device_array(size, dtype=np.float64)
-        device_memset(array, 0, array.nbytes)
+        if size:  # an empty array has no memory to set
+            device_memset(array, 0, array.nbytes)
         return CudaStorage(array)
 
     @staticmethod
     def full(size: int, value: float) -> "CudaStorage":
         "`size` copies of `value`, set in GPU memory (a memset for zeros, else a fill kernel)."
-        if value == 0.0:
+        if value == 0.0 or size == 0:
             return CudaStorage.zeros(size)
         array = cuda.device_array(size, dtype=np.float64)
         with quick_thread_switches():
@@ -310,6 +311,8 @@ def sum_practice(a: "Tensor") -> "Tensor":
         raise IndexingError(f"sum_practice takes a 1-D tensor, got shape {a.shape}")
     blocks = math.ceil(a.size / PRACTICE_THREADS)
     out = a.zeros((blocks,))
+    if blocks == 0:  # nothing to sum, and a GPU refuses a grid of 0 blocks
+        return out
     with quick_thread_switches():
         sum_practice_kernel[blocks, PRACTICE_THREADS](kernel_array(out._tensor), kernel_array(a.contiguous()._tensor),
                                                       a.size)
@@ -344,6 +347,8 @@ def mm_practice(a: "Tensor", b: "Tensor") -> "Tensor":
                             f"got shapes {a.shape} and {b.shape}")
     side = a.shape[0]
     out = a.zeros((side, side))
+    if side == 0:  # an empty product, and a GPU refuses a block of 0 threads
+        return out
     with quick_thread_switches():
         mm_practice_kernel[1, (side, side)](kernel_array(out._tensor), kernel_array(a.contiguous()._tensor),
                                             kernel_array(b.contiguous()._tensor), side)
@@ -371,6 +376,8 @@ def launch(kernel: CudaKernel, grid: tuple[Any, Any], datas: tuple[TensorData, .
     if not isinstance(datas[0]._storage, CudaStorage):
         raise TypeError(f"a CUDA kernel writes into GPU memory, but its output (shape {datas[0].shape}) is "
                         f"stored on the host: make it on the CUDA backend")
+    if datas[0].size == 0:
+        return
     arrays = [array for data in datas for array in kernel_arguments(data)]
     with quick_thread_switches():
         kernel[grid](*arrays, *arguments)
@@ -429,7 +436,7 @@ def cuda_zip(fn: Any) -> CudaKernel:
 def reduce_launch(out_size: int, length: int) -> tuple[int, tuple[int, int]]:
     "`(blocks, (lanes, slots))` to fold a dim of `length` into `out_size` outputs: `slots` outputs per block."
     lanes = min(REDUCE_THREADS, 1 << (length - 1).bit_length())
-    slots = min(REDUCE_THREADS // lanes, out_size)
+    slots = min(REDUCE_THREADS // lanes, max(out_size, 1))
     return min(math.ceil(out_size / slots), MAX_BLOCKS), (lanes, slots)
 
 

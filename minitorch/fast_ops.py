@@ -117,7 +117,7 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
                 out_storage[position] = fn(in_storage[position])
         else:
             length = out_shape[len(out_shape) - 1]
-            lines = size // length
+            lines = size // length if length else 0  # a last dim of size 0: no lines at all
             out_step, in_step = out_strides[len(out_shape) - 1], last_step(in_shape, in_strides)
             chunks = min(lines, PARALLEL_CHUNKS)
             for chunk in prange(chunks):
@@ -152,7 +152,7 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
                 out_storage[position] = fn(a_storage[position], b_storage[position])
         else:
             length = out_shape[len(out_shape) - 1]
-            lines = size // length
+            lines = size // length if length else 0  # a last dim of size 0: no lines at all
             out_step = out_strides[len(out_shape) - 1]
             a_step, b_step = last_step(a_shape, a_strides), last_step(b_shape, b_strides)
             chunks = min(lines, PARALLEL_CHUNKS)

@@ -24,7 +24,7 @@ from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_dev
 from .cuda_ops import launch, map_launch
 from .module import Module
 from .tensor import Tensor, tensor
-from .tensor_data import Shape, Storage, Strides
+from .tensor_data import IndexingError, Shape, Storage, Strides
 from .tensor_functions import Function
 from .tensor_ops import SimpleBackend, TensorBackend
 
@@ -86,14 +86,24 @@ class Max(Function):
         # END SOLUTION
 
 
+def _nonempty_dim(input: Tensor, dim: int, name: str) -> int:
+    "`dim` of `input` checked as `Tensor._dim` does, or an `IndexingError` if it has size 0 (with no maximum)."
+    dim = input._dim(dim)
+    if input.shape[dim] == 0:
+        raise IndexingError(f"{name}(): expected reduction dim {dim} to have non-zero size, "
+                            f"but the input has shape {input.shape}: an empty dim has no maximum")
+    return dim
+
+
 def max(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
     "The largest value over `dim` (kept with size 1 unless `keepdim=False`); differentiable."
-    return input._drop_dim(Max.apply(input, dim=input._dim(dim)), dim, keepdim)
+    dim = _nonempty_dim(input, dim, "max")
+    return input._drop_dim(Max.apply(input, dim=dim), dim, keepdim)
 
 
 def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
     "The position of the largest value over `dim` (the first one on ties), as floats; not differentiable."
-    values, dim = input.detach(), input._dim(dim)
+    values, dim = input.detach(), _nonempty_dim(input, dim, "argmax")
     size = values.shape[dim]
     countdown_shape = tuple(size if axis == dim else 1 for axis in range(values.dims))
     # BEGIN SOLUTION 4.3
@@ -238,6 +248,8 @@ def cuda_maxpool2d_backward(grad_output: Tensor, input: Tensor, kernel: tuple[in
 def softmax(input: Tensor, dim: int) -> Tensor:
     "exp(input) normalised to sum to 1 over `dim`, computed without overflow."
     dim = input._dim(dim)
+    if input.size == 0:
+        return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     # BEGIN SOLUTION 4.4
     exps = (input - max(input.detach(), dim)).exp()
     return exps / exps.sum(dim)
@@ -247,6 +259,8 @@ def softmax(input: Tensor, dim: int) -> Tensor:
 def logsoftmax(input: Tensor, dim: int) -> Tensor:
     "The log of `softmax(input, dim)`, computed without overflow or log(0)."
     dim = input._dim(dim)
+    if input.size == 0:
+        return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     # BEGIN SOLUTION 4.4
     shifted = input - max(input.detach(), dim)
     return shifted - shifted.exp().sum(dim).log()

@@ -183,13 +183,11 @@ class Tensor:
 def nested_shape(data: Any, where: str = "data") -> tuple[int, ...]:
     "The shape of nested lists of numbers, or an error naming where they are ragged or not numbers."
     if isinstance(data, (list, tuple)):
-        if not data:
-            raise ValueError(f"{where} is empty: every dimension needs at least one entry")
         shapes = [nested_shape(item, f"{where}[{position}]") for position, item in enumerate(data)]
         for position, shape in enumerate(shapes):
             if shape != shapes[0]:
                 raise ValueError(f"ragged data: {where}[0] has shape {shapes[0]} but {where}[{position}] has shape {shape}")
-        return (len(data),) + shapes[0]
+        return (len(data),) + (shapes[0] if shapes else ())  # an empty list: a dimension of size 0
     if isinstance(data, numbers.Real):
         return ()
     raise TypeError(f"{where} is {data!r} of type {type(data).__name__}, not a number")

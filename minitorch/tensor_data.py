@@ -68,14 +68,14 @@ PRINT_EDGE = 3
 
 
 def checked_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    "`shape` as a tuple of ints, or an `IndexingError` if an entry is not a positive integer."
+    "`shape` as a tuple of ints, or an `IndexingError` if an entry is not an integer >= 0 (0: empty)."
     entries = tuple(shape)
-    if all(type(entry) is int and entry > 0 for entry in entries):  # the common case, checked quickly
+    if all(type(entry) is int and entry >= 0 for entry in entries):  # the common case, checked quickly
         return entries
     bad = [entry for entry in entries if isinstance(entry, bool) or not isinstance(entry, (int, np.integer))
-           or entry < 1]
+           or entry < 0]
     if bad:
-        raise IndexingError(f"shape {entries} has entries that are not positive integers: {bad}")
+        raise IndexingError(f"shape {entries} has entries that are not integers >= 0: {bad}")
     return tuple(int(entry) for entry in entries)
 
 
@@ -173,7 +173,9 @@ class TensorData:
         # END SOLUTION
 
     def to_string(self) -> str:
-        "The values as nested brackets, eliding the middle of long dimensions in large tensors."
+        "The values as nested brackets, eliding the middle of long dimensions in large tensors; `[]` if empty."
+        if self.size == 0:
+            return "[]"
         elide = self.size > PRINT_THRESHOLD
         storage = self.host_storage()
         width = max(len(f"{value:.4f}") for value in (storage.min(), storage.max()))
@@ -210,7 +212,7 @@ def shape_broadcast(shape_a: Sequence[int], shape_b: Sequence[int]) -> tuple[int
         if size_a != size_b and 1 not in (size_a, size_b):
             raise IndexingError(f"shapes {tuple(shape_a)} and {tuple(shape_b)} do not broadcast: "
                                 f"sizes {size_a} and {size_b} differ and neither is 1")
-        result.append(max(size_a, size_b))
+        result.append(size_b if size_a == 1 else size_a)
     return tuple(result)
     # END SOLUTION
 

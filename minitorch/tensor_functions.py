@@ -430,7 +430,7 @@ def sum(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
 def mean(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
     "The mean over `dim` (kept with size 1 unless `keepdim=False`), or over everything (shape (1,))."
     count = self.size if dim is None else self.shape[self._dim(dim)]
-    return self.sum(dim, keepdim) * (1.0 / count)
+    return self.sum(dim, keepdim) * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
 
 
 @patch

@@ -9,6 +9,7 @@ __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'SimpleBackend', 'BACKENDS'
            'backend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -159,11 +160,11 @@ def zip_output(a: "Tensor", b: "Tensor") -> "Tensor":
 
 
 def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
-    "A new tensor shaped like `a` with size 1 in `dim`, filled with `start`, in `a`'s backend's storage."
+    "A new tensor shaped like `a` with size 1 in `dim`, filled with `start` (what an empty dim folds to), on `a`'s backend."
     if not 0 <= dim < a.dims:
         raise IndexingError(f"cannot reduce dim {dim} of a tensor of shape {a.shape}: dims are 0..{a.dims - 1}")
     shape = tuple(1 if d == dim else size for d, size in enumerate(a.shape))
-    storage = a.backend.storage.full(a.size // a.shape[dim], start)
+    storage = a.backend.storage.full(math.prod(shape), start)
     return a._new(TensorData(storage, shape, validate=False))
 
 
@@ -180,7 +181,7 @@ def matrix_multiply_output(a: "Tensor", b: "Tensor") -> "Tensor":
     if a_batch != b_batch and 1 not in (a_batch, b_batch):
         raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
                             f"batch sizes {a_batch} and {b_batch} do not broadcast")
-    return a.zeros((max(a_batch, b_batch), a.shape[-2], b.shape[-1]))
+    return a.zeros((b_batch if a_batch == 1 else a_batch, a.shape[-2], b.shape[-1]))
 
 
 def batched(data: TensorData) -> TensorData:

@@ -93,9 +93,8 @@ def test_broadcast_index_reads_what_numpy_broadcast_to_reads(pair):
     (6, (2, 3), (4, 1), r"reaches position 6, past the storage of size 6"),
     (6, (2, 3), (3,), r"strides \(3,\) do not match shape \(2, 3\)"),
     (6, (2, 3), (3, -1), r"must be non-negative"),
-    (6, (2, -3), None, r"shape \(2, -3\).*not positive integers: \[-3\]"),
-    (6, (2, 1.5), None, r"not positive integers: \[1.5\]"),
-    (6, (0, 3), None, r"not positive integers: \[0\]"),
+    (6, (2, -3), None, r"shape \(2, -3\).*not integers >= 0: \[-3\]"),
+    (6, (2, 1.5), None, r"not integers >= 0: \[1.5\]"),
 ])
 def test_bad_layouts_are_refused_with_their_values(storage_size, shape, strides, message):
     with pytest.raises(IndexingError, match=message):

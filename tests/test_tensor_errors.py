@@ -57,8 +57,6 @@ def test_ragged_or_non_numeric_data(backend):
         tensor([None], backend=backend)
     with pytest.raises(TypeError, match=r"dtype <U1"):
         tensor(np.array(["a"]), backend=backend)
-    with pytest.raises(ValueError, match=r"data\[0\] is empty"):
-        tensor([[]], backend=backend)
     with pytest.raises(TypeError, match=r"cannot combine a tensor of shape \(2,\) with 'a'"):
         ones(2, backend=backend) + "a"
 
@@ -86,8 +84,8 @@ def test_backward_without_grad_output_needs_one_element(backend):
 def test_strides_past_the_storage_and_bad_shape_entries(backend):
     with pytest.raises(IndexingError, match=r"shape \(2, 2\) with strides \(3, 1\) reaches position 4, past .* size 4"):
         TensorData(np.zeros(4), (2, 2), (3, 1))
-    for shape, bad in [((2, -1), r"\[-1\]"), ((2.0, 3), r"\[2.0\]"), (("2",), r"\['2'\]"), ((0,), r"\[0\]")]:
-        with pytest.raises(IndexingError, match=r"not positive integers: " + bad):
+    for shape, bad in [((2, -1), r"\[-1\]"), ((2.0, 3), r"\[2.0\]"), (("2",), r"\['2'\]"), ((-1,), r"\[-1\]")]:
+        with pytest.raises(IndexingError, match=r"not integers >= 0: " + bad):
             zeros(shape, backend=backend)
-        with pytest.raises(IndexingError, match=r"not positive integers: " + bad):
+        with pytest.raises(IndexingError, match=r"not integers >= 0: " + bad):
             rand(shape, backend=backend)
