@@ -23,7 +23,7 @@ from .tensor_data import (Index, IndexingError, OutIndex, Shape, Storage, Stride
 from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend
 from .tensor import History, Tensor, ones, rand, tensor, zeros
 from .tensor_functions import (EQ, LT, Add, All, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul, Neg,
-                                        Permute, ReLU, Sigmoid, Sum, View, grad_check)
+                                        GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
                                  sum_practice)
@@ -51,7 +51,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "SimpleBackend", "backend",
            "History", "Tensor", "tensor", "zeros", "ones", "rand",
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
-           "View", "Copy", "Sum", "All", "MatMul", "grad_check",
+           "View", "Copy", "GetItem", "Sum", "All", "MatMul", "grad_check",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",
            "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",

@@ -129,5 +129,5 @@ class Adam(Optimizer):
         if on_cuda(gradient):
             launch(cuda_adam_kernel, map_launch(step.size), datas, settings)
         else:
-            adam_kernel(*(data._storage for data in datas), *settings)
+            adam_kernel(*(data.tuple()[0] for data in datas), *settings)  # each storage from its offset
         return step

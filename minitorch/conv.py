@@ -35,7 +35,7 @@ def conv_output_size(size: int, kernel: int, stride: int, padding: int, padding_
 # %% ../nbs/40_conv.ipynb #87086a06
 def as_array(a: Tensor) -> np.ndarray:
     "The values of `a` as a row-major NumPy array of its shape (no copy when `a` is contiguous and in host memory)."
-    storage = a.detach().contiguous()._tensor.host_storage()
+    storage = a.detach().contiguous()._tensor.tuple()[0]  # from the first element on (a slice starts at its offset)
     return storage[:a.size].reshape(a.shape)
 
 
@@ -390,7 +390,8 @@ def as_maps(data: TensorData) -> TensorData:
     "`data` seen as (N, C, H, W) maps: an (N, C, W) tensor as (N, C, 1, W), a view of the same storage (stride 0)."
     if data.dims == 4:
         return data
-    return TensorData(data._storage, as_maps_shape(data.shape), (*data.strides[:2], 0, data.strides[2]), validate=False)
+    return TensorData(data._storage, as_maps_shape(data.shape), (*data.strides[:2], 0, data.strides[2]), data.offset,
+                      validate=False)
 
 
 def maps_index(ordinal: int, shape: Shape) -> tuple[int, int, int, int]:

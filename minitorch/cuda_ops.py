@@ -272,12 +272,13 @@ def on_device(data: TensorData) -> TensorData:
     "`data` with its storage in GPU memory: `data` itself if it is there, else a view of an uploaded copy."
     if isinstance(data._storage, CudaStorage):
         return data
-    return TensorData(CudaStorage.from_host(data._storage), data.shape, data.strides)
+    return TensorData(CudaStorage.from_host(data._storage), data.shape, data.strides, data.offset)
 
 
 def kernel_array(data: TensorData) -> Any:
-    "The array a kernel gets for `data`'s storage: its GPU array, or its NumPy array (Numba copies that)."
-    return data._storage.array if isinstance(data._storage, CudaStorage) else data._storage
+    "The array a kernel gets for `data`: its GPU array, or NumPy array (Numba copies that), from the offset (no copy)."
+    array = data._storage.array if isinstance(data._storage, CudaStorage) else data._storage
+    return array[data.offset:] if data.offset else array
 
 # %% ../nbs/32_cuda_ops.ipynb #1a8af60f
 PRACTICE_THREADS = 32
@@ -365,7 +366,7 @@ index_to_position_device = cuda.jit(device=True)(index_to_position)
 
 def kernel_arguments(data: TensorData) -> tuple[Any, Any, Any]:
     "The GPU arrays of `data`'s storage, shape and strides (host storage is uploaded for the call)."
-    return on_device(data)._storage.array, device_layout(data.shape), device_layout(data.strides)
+    return kernel_array(on_device(data)), device_layout(data.shape), device_layout(data.strides)
 
 
 def launch(kernel: CudaKernel, grid: tuple[Any, Any], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:

@@ -86,7 +86,8 @@ class Tensor:
     def to_numpy(self) -> np.ndarray:
         "A NumPy copy of the values, with this tensor's shape."
         data = self._tensor if self._tensor.is_contiguous() else self.backend.id_map(self)._tensor
-        return data.host_storage()[:self.size].reshape(self.shape).copy()
+        storage = data.tuple()[0]  # from the first element on (a slice starts at its offset)
+        return storage[:self.size].reshape(self.shape).copy()
 
     def __len__(self) -> int:
         return self.shape[0]

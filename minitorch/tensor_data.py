@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['Index', 'Shape', 'Strides', 'Storage', 'OutIndex', 'UserIndex', 'UserShape', 'UserStrides', 'PRINT_THRESHOLD',
            'PRINT_EDGE', 'IndexingError', 'index_to_position', 'to_index', 'strides_from_shape', 'checked_shape',
-           'DeviceStorage', 'TensorData', 'shape_broadcast', 'broadcast_index']
+           'DeviceStorage', 'TensorData', 'key_entry_error', 'expanded_key', 'dim_position', 'slice_steps',
+           'index_view', 'shape_broadcast', 'broadcast_index']
 
 # %% ../nbs/20_tensor_data.ipynb #f4cdff10
 import math
@@ -93,16 +94,17 @@ class DeviceStorage:
 
 
 class TensorData:
-    "A strided view of a 1-D float64 storage: `shape` says how many entries, `strides` where they live."
+    "A strided view of a 1-D float64 storage: `shape` says how many entries, `offset` and `strides` where they live."
 
     def __init__(self, storage: Sequence[float] | Storage, shape: Sequence[int],
-                 strides: Sequence[int] | None = None, validate: bool = True):
+                 strides: Sequence[int] | None = None, offset: int = 0, validate: bool = True):
         # validate=False: for minitorch's own results, whose shape (a tuple of ints) and strides are right by
         # construction, and whose storage is already a float64 array (or a `DeviceStorage`); checking them
         # again on every operation would cost more than a small kernel.
         self._storage = storage if not validate or isinstance(storage, DeviceStorage) else np.asarray(storage, dtype=np.float64)
         self.shape = checked_shape(shape) if validate else shape
         self.strides = strides_from_shape(self.shape) if strides is None else tuple(strides)
+        self.offset = offset
         if validate:
             self._check_layout()
         self._shape = np.array(self.shape, dtype=np.int64)
@@ -120,9 +122,15 @@ class TensorData:
                for step in self.strides):
             raise IndexingError(f"strides {self.strides} must be non-negative integers")
         self.strides = tuple(int(step) for step in self.strides)
-        last = sum((size - 1) * step for size, step in zip(self.shape, self.strides))
+        if isinstance(self.offset, bool) or not isinstance(self.offset, (int, np.integer)) or self.offset < 0:
+            raise IndexingError(f"offset {self.offset!r} must be a non-negative integer")
+        self.offset = int(self.offset)
+        if 0 in self.shape:  # no elements, so none past the storage (an empty slice may start at its end)
+            return
+        last = self.offset + sum((size - 1) * step for size, step in zip(self.shape, self.strides))
         if last >= len(self._storage):
-            raise IndexingError(f"shape {self.shape} with strides {self.strides} reaches position {last}, "
+            start = f" from offset {self.offset}" if self.offset else ""
+            raise IndexingError(f"shape {self.shape} with strides {self.strides}{start} reaches position {last}, "
                                 f"past the storage of size {len(self._storage)}")
 
     def host_storage(self) -> Storage:
@@ -140,7 +148,7 @@ class TensorData:
             raise IndexingError(f"index {entries} has {len(entries)} entries, shape {self.shape} needs {self.dims}")
         if any(not 0 <= entry < size for entry, size in zip(entries, self.shape)):
             raise IndexingError(f"index {entries} is out of range for shape {self.shape}")
-        return int(index_to_position(np.array(entries, dtype=np.int64), self._strides))
+        return self.offset + int(index_to_position(np.array(entries, dtype=np.int64), self._strides))
 
     def get(self, index: int | Sequence[int]) -> float:
         "The value at `index`."
@@ -169,7 +177,7 @@ class TensorData:
         # BEGIN SOLUTION 2.1
         shape = tuple(self.shape[dim] for dim in order)
         strides = tuple(self.strides[dim] for dim in order)
-        return TensorData(self._storage, shape, strides)
+        return TensorData(self._storage, shape, strides, self.offset)
         # END SOLUTION
 
     def to_string(self) -> str:
@@ -197,8 +205,74 @@ class TensorData:
 
     # Defined last: inside the class body this name shadows the built-in `tuple` used in annotations above.
     def tuple(self) -> tuple[Storage, Shape, Strides]:
-        "The `(storage, shape, strides)` arrays a CPU kernel works on (a host copy of a `DeviceStorage`)."
-        return self.host_storage(), self._shape, self._strides
+        "The `(storage, shape, strides)` arrays a CPU kernel works on: the storage seen from the offset (no copy)."
+        storage = self.host_storage()  # a host copy of a `DeviceStorage`
+        return (storage[self.offset:] if self.offset else storage), self._shape, self._strides
+
+# %% ../nbs/20_tensor_data.ipynb #5951189e
+def key_entry_error(entry: object) -> TypeError:
+    "The error for an index entry that basic indexing does not take (a float, a list, a tensor...)."
+    return TypeError(f"index entry {entry!r} of type {type(entry).__name__} is not supported: index with ints, "
+                     f"slices (steps > 0), None and ..., not {type(entry).__name__}s")
+
+
+def expanded_key(key: tuple, shape: tuple[int, ...]) -> tuple:
+    "`key` with `...` (and the dims it leaves out at the end) spelled as full slices, or an error naming the problem."
+    for entry in key:
+        if isinstance(entry, bool) or not (entry is None or entry is Ellipsis
+                                           or isinstance(entry, (int, np.integer, slice))):
+            raise key_entry_error(entry)
+    ellipses = sum(entry is Ellipsis for entry in key)
+    if ellipses > 1:
+        raise IndexingError(f"index {key} has {ellipses} ellipses (...): at most one is allowed")
+    named = sum(entry is not None and entry is not Ellipsis for entry in key)
+    if named > len(shape):
+        raise IndexingError(f"too many indices for shape {shape}: {named} given, it has {len(shape)} dims")
+    whole = (slice(None),) * (len(shape) - named)
+    if ellipses:
+        where = next(position for position, entry in enumerate(key) if entry is Ellipsis)
+        return key[:where] + whole + key[where + 1:]
+    return key + whole
+
+
+def dim_position(entry: int, shape: tuple[int, ...], dim: int) -> int:
+    "The int index `entry` of dim `dim` of `shape` as a position 0..size-1 (negatives count from the end)."
+    size = shape[dim]
+    if not -size <= entry < size:
+        raise IndexingError(f"index {entry} is out of range for dim {dim} of shape {shape} (size {size})")
+    return int(entry) % size
+
+
+def slice_steps(entry: slice, shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
+    "The first position, the count and the step that the slice `entry` takes from dim `dim` of `shape`."
+    try:
+        first, stop, step = entry.indices(shape[dim])
+    except (TypeError, ValueError) as error:  # a float bound, a step of 0
+        raise type(error)(f"slice {entry} of dim {dim} of shape {shape} is not a valid index: {error}") from None
+    if step < 0:
+        raise ValueError(f"slice {entry} of dim {dim} of shape {shape} has step {step}: the step must be greater "
+                         f"than zero (as in PyTorch, a view cannot run backwards)")
+    return first, len(range(first, stop, step)), step
+
+
+def index_view(data: TensorData, key: tuple) -> TensorData:
+    "The view of `data` that the basic index `key` picks (ints, slices, None, ...): new offset, shape, strides."
+    offset, shape, strides, dim = data.offset, [], [], 0
+    for entry in expanded_key(key, data.shape):
+        if entry is None:  # a new dim of size 1
+            shape.append(1)
+            strides.append(0)
+            continue
+        stride = data.strides[dim]
+        if isinstance(entry, slice):
+            first, count, step = slice_steps(entry, data.shape, dim)
+            offset += first * stride
+            shape.append(count)
+            strides.append(stride * step)
+        else:  # an int: one position, the dim is dropped
+            offset += dim_position(entry, data.shape, dim) * stride
+        dim += 1
+    return TensorData(data._storage, tuple(shape), tuple(strides), offset)
 
 # %% ../nbs/20_tensor_data.ipynb #f5ad50aa
 def shape_broadcast(shape_a: Sequence[int], shape_b: Sequence[int]) -> tuple[int, ...]:

@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['Function', 'Neg', 'Inv', 'Add', 'Mul', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ', 'IsClose', 'Permute', 'View',
-           'Copy', 'Sum', 'All', 'matrix_product', 'MatMul', 'grad_check']
+           'Copy', 'GetItem', 'Sum', 'All', 'matrix_product', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import math
 import numbers
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from fastcore.basics import patch
@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from .autodiff import Context
 from .derivatives import central_difference
 from .tensor import History, Tensor, tensor
-from .tensor_data import IndexingError, TensorData
+from .tensor_data import IndexingError, TensorData, index_view
 
 # %% ../nbs/23_tensor_functions.ipynb #de16504b
 class Function:
@@ -326,7 +326,7 @@ class View(Function):
             raise IndexingError(f"cannot view a tensor of shape {a.shape} ({a.size} elements) as {tuple(shape)} "
                                 f"({math.prod(shape)} elements)")
         ctx.save_for_backward(a.shape)
-        return a._new(TensorData(a._tensor._storage, shape))
+        return a._new(TensorData(a._tensor._storage, shape, offset=a._tensor.offset))
 
     @staticmethod
     def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
@@ -368,6 +368,39 @@ def view(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
 def contiguous(self: Tensor) -> Tensor:
     "This tensor if its elements are in row-major order, else a row-major copy."
     return self if self._tensor.is_contiguous() else Copy.apply(self)
+
+# %% ../nbs/23_tensor_functions.ipynb #de125f3f
+class GetItem(Function):
+    "The view a basic index picks (`t[1]`, `t[:, -1]`, `t[..., ::2]`, `t[None]`), sharing the storage."
+
+    @staticmethod
+    def forward(ctx: Context, a: "Tensor", key: tuple) -> "Tensor":
+        ctx.save_for_backward(a.shape, key)
+        return a._new(index_view(a._tensor, key))
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
+        shape, key = ctx.saved_values
+        grad = grad_output.zeros(shape)
+        grad_output.backend.id_map(grad_output, grad._new(index_view(grad._tensor, key)))  # into the picked places
+        return grad
+
+
+@patch
+def __getitem__(self: Tensor, key: Any) -> "float | Tensor":
+    "One int per dim: that element as a float (as classic MiniTorch); any other basic index: a view."
+    entries = key if isinstance(key, tuple) else (key,)
+    if len(entries) == self.dims and all(type(entry) is int and entry >= 0 for entry in entries):
+        return self._tensor.get(entries)
+    view = GetItem.apply(self, key=entries)
+    return view.item() if view.dims == 0 else view
+
+
+@patch
+def __iter__(self: Tensor) -> Iterator["float | Tensor"]:
+    "The entries along dim 0: floats for a 1-D tensor, else views."
+    for position in range(len(self)):
+        yield self[position]
 
 # %% ../nbs/23_tensor_functions.ipynb #0e2da430
 class Sum(Function):

@@ -139,10 +139,10 @@ class HostStorage:
 
     @staticmethod
     def holding(data: TensorData) -> TensorData:
-        "`data` if its storage is on the host, else a view with its shape and strides of a host copy."
+        "`data` if its storage is on the host, else a view with its layout (shape, strides, offset) of a host copy."
         if isinstance(data._storage, np.ndarray):
             return data
-        return TensorData(data.host_storage(), data.shape, data.strides, validate=False)
+        return TensorData(data.host_storage(), data.shape, data.strides, data.offset, validate=False)
 
 # %% ../nbs/21_tensor_ops.ipynb #20e549e7
 def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
@@ -188,7 +188,7 @@ def batched(data: TensorData) -> TensorData:
     "`data` seen as 3-D for a matrix multiply kernel: a matrix becomes a batch of one (batch stride 0), same storage."
     if data.dims == 3:
         return data
-    return TensorData(data._storage, (1, *data.shape), (0, *data.strides), validate=False)
+    return TensorData(data._storage, (1, *data.shape), (0, *data.strides), data.offset, validate=False)
 
 
 def kernel_arrays(datas: tuple[TensorData, ...]) -> tuple[Any, ...]:

@@ -65,8 +65,10 @@ def test_indexing_out_of_range_or_with_the_wrong_number_of_indices(backend):
     x = rand((2, 3), backend=backend)
     with pytest.raises(IndexingError, match=r"index \(0, 3\) is out of range for shape \(2, 3\)"):
         x[0, 3]
+    with pytest.raises(IndexingError, match=r"too many indices for shape \(2, 3\): 3 given, it has 2 dims"):
+        x[0, 0, 0]
     with pytest.raises(IndexingError, match=r"index \(1,\) has 1 entries, shape \(2, 3\) needs 2"):
-        x[1]
+        x[1] = 1.0
     with pytest.raises(IndexingError, match=r"index \(0, 0, 0\) has 3 entries"):
         x[0, 0, 0] = 1.0
     with pytest.raises(ValueError, match=r"one element, this one has shape \(2, 3\)"):

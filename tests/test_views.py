@@ -1,0 +1,248 @@
+"""Views with an offset: basic indexing (ints, slices, None, ...) shares storage, matches NumPy, and sends gradients
+back to the right places (as PyTorch does) on every backend; kernels, `out=`, conv, pooling and Adam read views."""
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import minitorch
+from minitorch import Adam, IndexingError, Parameter, TensorData, conv2d, maxpool2d, tensor, zeros
+from minitorch.adam import AdamMoments
+from minitorch.tensor_data import index_view
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+Key = tuple
+
+
+@st.composite
+def dim_entries(draw, size: int) -> int | slice:
+    "An int index (negatives included) or a slice with a positive (or no) step for a dim of `size`."
+    if size and draw(st.booleans()):  # a dim of size 0 takes only slices
+        return draw(st.integers(-size, size - 1))
+    bound = st.none() | st.integers(-size - 1, size + 1)
+    return slice(draw(bound), draw(bound), draw(st.none() | st.integers(1, 3)))
+
+
+@st.composite
+def basic_keys(draw, shape: tuple[int, ...]) -> Key:
+    "A basic index for `shape`: entries for some leading (and, around `...`, trailing) dims, and a few `None`s."
+    named = draw(st.integers(0, len(shape)))
+    ellipsis = draw(st.booleans())
+    front = draw(st.integers(0, named)) if ellipsis else named
+    entries = [draw(dim_entries(size)) for size in shape[:front]]
+    if ellipsis:
+        entries += [Ellipsis] + [draw(dim_entries(size)) for size in shape[len(shape) - (named - front):]]
+    for _ in range(draw(st.integers(0, 2))):
+        entries.insert(draw(st.integers(0, len(entries))), None)
+    return tuple(entries)
+
+
+@st.composite
+def arrays_and_keys(draw, max_dims: int = 3, max_size: int = 4) -> tuple[np.ndarray, Key]:
+    "Random values of a random shape and a basic index into them (it may pick nothing in a dim: an empty view)."
+    shape = tuple(draw(st.lists(st.integers(1, max_size), min_size=1, max_size=max_dims)))
+    key = draw(basic_keys(shape))
+    values = np.random.default_rng(draw(st.integers(0, 2**16))).normal(size=shape)
+    return values, key
+
+
+def picked(a, key: Key):
+    "`a[key]` as NumPy values (a view tensor's values, or a float for one element)."
+    result = a[key]
+    return result if isinstance(result, float) else result.to_numpy()
+
+
+@given(arrays_and_keys())
+def test_basic_indexing_matches_numpy_and_shares_storage(backend, case):
+    values, key = case
+    t = tensor(values, backend=backend)
+    expected = values[key]
+    result = t[key]
+    if expected.shape == ():
+        assert isinstance(result, float) and result == float(expected)
+        return
+    assert result.shape == expected.shape
+    np.testing.assert_array_equal(result.to_numpy(), expected)
+    assert result._tensor._storage is t._tensor._storage
+
+
+@given(arrays_and_keys(), st.data())
+def test_views_of_views_match_numpy(backend, case, data):
+    values, key = case
+    first = tensor(values, backend=backend)[key]
+    assume(not isinstance(first, float))
+    second_key = data.draw(basic_keys(first.shape))
+    expected = values[key][second_key]
+    result = first[second_key]
+    np.testing.assert_array_equal(np.asarray(picked(first, second_key)), expected)
+    if not isinstance(result, float):
+        assert result._tensor._storage is first._tensor._storage
+
+
+@given(arrays_and_keys())
+@settings(max_examples=40)
+def test_operations_on_views_match_numpy(backend, case):
+    values, key = case
+    view = tensor(values, backend=backend)[key]
+    assume(not isinstance(view, float))
+    expected = values[key]
+    np.testing.assert_allclose((view * 2.0 + view.exp()).to_numpy(), expected * 2.0 + np.exp(expected))
+    np.testing.assert_allclose((view + tensor(expected, backend=backend)).to_numpy(), 2 * expected)
+    for dim in range(view.dims):
+        np.testing.assert_allclose(view.sum(dim).to_numpy(), expected.sum(axis=dim, keepdims=True), atol=1e-12)
+    order = tuple(reversed(range(view.dims)))
+    np.testing.assert_array_equal(view.permute(*order).to_numpy(), expected.transpose(order))
+    copy = view.contiguous()
+    assert copy._tensor.is_contiguous()
+    np.testing.assert_array_equal(copy.view(view.size).to_numpy(), expected.ravel())
+
+
+def test_matrix_multiply_with_sliced_operands(backend):
+    rng = np.random.default_rng(0)
+    a_values, b_values = rng.normal(size=(5, 6)), rng.normal(size=(2, 4, 7))
+    a, b = tensor(a_values, backend=backend), tensor(b_values, backend=backend)
+    np.testing.assert_allclose((a[1:4, ::2] @ b[1, 1:, 2:]).to_numpy(), a_values[1:4, ::2] @ b_values[1, 1:, 2:])
+    np.testing.assert_allclose((b[:, :, 1::3].permute(0, 2, 1) @ a[None, :4, 2:]).to_numpy(),
+                               b_values[:, :, 1::3].transpose(0, 2, 1) @ a_values[None, :4, 2:])
+
+
+def test_a_slice_that_picks_nothing_is_an_empty_view(backend):
+    t = tensor(np.arange(12.0).reshape(3, 4), requires_grad=True, backend=backend)
+    assert t[2:2].shape == (0, 4) and t[:, 4:].shape == (3, 0) and t[3:, 1:].to_numpy().shape == (0, 3)
+    assert t[:, 4:]._tensor._storage is t._tensor._storage   # it may start at the storage's end
+    (t[1:1] * 2.0).sum().backward()
+    np.testing.assert_array_equal(t.grad.to_numpy(), np.zeros((3, 4)))
+
+
+def test_map_writes_through_out_into_a_slice(backend):
+    target = zeros((3, 4), backend=backend)
+    source = tensor([[1.0, 2.0], [3.0, 4.0]], backend=backend)
+    backend.id_map(source, target[1:, ::2])
+    np.testing.assert_array_equal(target.to_numpy(), [[0, 0, 0, 0], [1, 0, 2, 0], [3, 0, 4, 0]])
+    backend.neg_map(tensor([5.0, 6.0, 7.0, 8.0], backend=backend), target[0])
+    np.testing.assert_array_equal(target.to_numpy()[0], [-5, -6, -7, -8])
+
+
+def test_view_of_a_slice_needs_contiguous_elements(backend):
+    t = tensor(np.arange(24.0).reshape(2, 3, 4), backend=backend)
+    row = t[1]
+    assert row._tensor.is_contiguous() and row._tensor.offset == 12
+    np.testing.assert_array_equal(row.view(4, 3).to_numpy(), np.arange(12.0, 24.0).reshape(4, 3))
+    with pytest.raises(IndexingError, match=r"cannot view a non-contiguous tensor \(shape \(2, 3, 2\), strides "
+                                            r"\(12, 4, 2\)\) as \(12,\): call .contiguous\(\) first"):
+        t[..., ::2].view(12)
+    np.testing.assert_array_equal(t[..., ::2].contiguous().view(12).to_numpy(), np.arange(0.0, 24.0, 2.0))
+
+
+@given(arrays_and_keys())
+@settings(max_examples=40)
+def test_gradients_through_views_match_pytorch(backend, case):
+    torch = pytest.importorskip("torch")
+    values, key = case
+    assume(values[key].shape != ())
+    weights = np.random.default_rng(1).normal(size=values[key].shape)
+    x = tensor(values, backend=backend, requires_grad=True)
+    (x[key] * tensor(weights, backend=backend)).backward(tensor(np.ones(weights.shape), backend=backend))
+    reference = torch.tensor(values, requires_grad=True)
+    (reference[key] * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
+
+
+def test_gradients_of_views_of_views_and_repeated_views_add_up(backend):
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(2).normal(size=(3, 4, 5))
+    x = tensor(values, backend=backend, requires_grad=True)
+    out = (x[1:, ::2][..., 1:4].permute(2, 0, 1) * 3.0).sum() + x[-1, None, :, 0].exp().sum() + (x[0] @ x[1].permute(1, 0)[:, 1:3]).sum()
+    out.backward()
+    reference = torch.tensor(values, requires_grad=True)
+    expected = ((reference[1:, ::2][..., 1:4].permute(2, 0, 1) * 3.0).sum() + reference[-1, None, :, 0].exp().sum()
+                + (reference[0] @ reference[1].permute(1, 0)[:, 1:3]).sum())
+    expected.backward()
+    np.testing.assert_allclose(out.item(), expected.item())
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
+
+
+def test_one_int_per_dim_reads_a_float_as_in_classic_minitorch(backend):
+    t = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
+    assert t[1, 2] == 5.0 and isinstance(t[1, 2], float) and t[(0, 1)] == 1.0
+    assert t[-1, -3] == 3.0 and t[np.int64(1), 0] == 3.0 and t[..., 1, 2] == 5.0
+    assert t[1][2] == 5.0 and isinstance(t[1][2], float)
+    assert [row.to_numpy().tolist() for row in t] == [[0, 1, 2], [3, 4, 5]] and list(t[0]) == [0.0, 1.0, 2.0]
+    t[1, 2] = 50.0
+    assert t[1][-1] == 50.0
+
+
+def test_bad_indices_name_what_was_wrong(backend):
+    t = tensor(np.zeros((2, 3)), backend=backend)
+    with pytest.raises(IndexingError, match=r"index 3 is out of range for dim 1 of shape \(2, 3\) \(size 3\)"):
+        t[:, 3]
+    with pytest.raises(IndexingError, match=r"index -3 is out of range for dim 0 of shape \(2, 3\) \(size 2\)"):
+        t[-3]
+    with pytest.raises(IndexingError, match=r"index \(0, 3\) is out of range for shape \(2, 3\)"):
+        t[0, 3]
+    with pytest.raises(ValueError, match=r"slice\(None, None, 0\) of dim 1 .*: slice step cannot be zero"):
+        t[:, ::0]
+    with pytest.raises(ValueError, match=r"has step -1: the step must be greater than zero"):
+        t[::-1]
+    with pytest.raises(IndexingError, match=r"too many indices for shape \(2, 3\): 3 given, it has 2 dims"):
+        t[0, :, 1]
+    with pytest.raises(IndexingError, match=r"2 ellipses"):
+        t[..., 0, ...]
+    for bad, kind in [(1.5, "float"), ("a", "str"), ([0, 1], "list"), (True, "bool")]:
+        with pytest.raises(TypeError, match=rf"index entry .* of type {kind} is not supported: index with ints"):
+            t[bad]
+    with pytest.raises(TypeError, match=r"of type Tensor is not supported"):
+        t[tensor([0.0], backend=backend)]
+    with pytest.raises(TypeError, match=r"slice\(0.5, None, None\) of dim 0 .* is not a valid index"):
+        t[0.5:]
+
+
+def test_layouts_with_an_offset_are_checked(backend):
+    with pytest.raises(IndexingError, match=r"offset -1 must be a non-negative integer"):
+        TensorData(np.zeros(6), (2,), offset=-1)
+    with pytest.raises(IndexingError, match=r"shape \(2, 2\) with strides \(2, 1\) from offset 3 reaches position 6, "
+                                            r"past the storage of size 6"):
+        TensorData(np.zeros(6), (2, 2), offset=3)
+    data = TensorData(np.arange(6.0), (2, 2), (3, 1), offset=1)
+    assert data.get((1, 1)) == 5.0 and data.index((1, 0)) == 4 and data.tuple()[0].tolist() == [1, 2, 3, 4, 5]
+    assert data.permute(1, 0).offset == 1 and index_view(data, (1,)).offset == 4
+    assert "[[1.0000, 2.0000]" in data.to_string()
+
+
+def test_printing_converting_and_detaching_a_slice(backend):
+    t = tensor(np.arange(12.0).reshape(3, 4), backend=backend)
+    corner = t[1:, 2:]
+    assert "[[ 6.0000,  7.0000],\n" in repr(corner) and "shape=(2, 2)" in repr(corner)
+    np.testing.assert_array_equal(corner.to_numpy(), [[6, 7], [10, 11]])
+    np.testing.assert_array_equal(t[2].detach().to_numpy(), [8, 9, 10, 11])
+
+
+def test_convolution_and_pooling_read_sliced_inputs(backend):
+    rng = np.random.default_rng(3)
+    images, weight = rng.normal(size=(3, 2, 7, 8)), rng.normal(size=(4, 2, 3, 3))
+    x = tensor(images, backend=backend, requires_grad=True)
+    sliced = x[1:, :, 1:, ::2]  # an offset and non-contiguous strides
+    copy = tensor(images[1:, :, 1:, ::2], backend=backend)
+    w = tensor(weight, backend=backend)
+    np.testing.assert_allclose(conv2d(sliced, w, padding=1).to_numpy(), conv2d(copy, w, padding=1).to_numpy())
+    np.testing.assert_allclose(maxpool2d(sliced, 2).to_numpy(), maxpool2d(copy, 2).to_numpy())
+    conv2d(sliced, w).sum().backward()
+    assert x.grad.shape == x.shape and np.all(x.grad.to_numpy()[0] == 0) and np.all(x.grad.to_numpy()[:, :, 0] == 0)
+
+
+def test_adam_steps_a_sliced_gradient_as_its_copy(backend):
+    values = np.random.default_rng(4).normal(size=(3, 4))
+    sliced, copy = tensor(values, backend=backend)[1:, 1::2], tensor(values[1:, 1::2], backend=backend)
+    optimizer = Adam([Parameter(zeros((2, 2), backend=backend))], lr=0.1)
+    steps = [optimizer.adam_step(AdamMoments(zeros((2, 2), backend=backend), zeros((2, 2), backend=backend)), gradient)
+             for gradient in (sliced, copy)]
+    np.testing.assert_allclose(steps[0].to_numpy(), steps[1].to_numpy())
+
+
+def test_checkpoint_saves_a_slice_as_its_values(backend, tmp_path):
+    t = tensor(np.arange(12.0).reshape(3, 4), backend=backend)
+    minitorch.save_checkpoint({"row": t[2, 1:]}, tmp_path / "state.npz")
+    with np.load(tmp_path / "state.npz") as saved:
+        np.testing.assert_array_equal(saved["row"], [9, 10, 11])
