@@ -81,6 +81,53 @@ def test_reload_order_is_the_module_then_what_imports_it_each_after_its_imports(
     assert live.reload_order({"pkg.d"}, "pkg", package) == ["pkg.d", "pkg"]
 
 
+def test_a_reload_leaves_no_reference_to_the_classes_it_made_and_replaced(tmp_path, monkeypatch):
+    write_package(tmp_path, {
+        "__init__": "",
+        "ops": """
+            class Storage:
+                pass
+
+            class Ops:
+                storage = Storage
+
+                @classmethod
+                def run(cls):
+                    return cls
+
+            class Backend:
+                def __init__(self, ops):
+                    self.storage, self.run = ops.storage, ops.run
+
+            DEFAULT = Backend(Ops)
+            """,
+    })
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [name for name in sys.modules if name == "pkg" or name.startswith("pkg.")]:
+        monkeypatch.delitem(sys.modules, name)
+    ops = importlib.import_module("pkg.ops")
+    storage, op_class = ops.Storage, ops.Ops
+    live.reload_in_place(ops)
+    assert ops.Storage is storage and ops.Ops is op_class  # the classes kept their identity
+    assert ops.Ops.storage is storage and ops.DEFAULT.storage is storage  # and so does what refers to them
+    assert ops.DEFAULT.run.__self__ is op_class and ops.DEFAULT.run() is op_class
+
+
+def test_a_cell_that_registers_its_own_object_leaves_the_registry_holding_the_module_s(tmp_path, monkeypatch):
+    write_package(tmp_path, {"__init__": "", "registry": "BACKENDS = {}\n",
+                             "ops": "from .registry import BACKENDS\nDEFAULT = object()\nBACKENDS['default'] = DEFAULT\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [name for name in sys.modules if name == "pkg" or name.startswith("pkg.")]:
+        monkeypatch.delitem(sys.modules, name)
+    ops, registry = importlib.import_module("pkg.ops"), importlib.import_module("pkg.registry")
+    course = object.__new__(live.LiveCourse)  # the hook's state, without a kernel: a notebook namespace and a package
+    course.shell, course.package = type("Shell", (), {"user_ns": {}})(), "pkg"
+    notebook_copy = object()  # what the cell `DEFAULT = object(); BACKENDS['default'] = DEFAULT` made and registered
+    course.shell.user_ns["DEFAULT"], registry.BACKENDS["default"] = notebook_copy, notebook_copy
+    course.share(ops, {"DEFAULT", "BACKENDS"})
+    assert course.shell.user_ns["DEFAULT"] is ops.DEFAULT and registry.BACKENDS["default"] is ops.DEFAULT
+
+
 def test_the_names_a_cell_defines():
     source = "#| export\nimport math\nfrom typing import Any as A\nx, (y, z) = 1, (2, 3)\nw: int = 4\n" \
              "def f():\n    inner = 1\nclass K:\n    pass\n"

@@ -230,6 +230,27 @@ def update_class(old: type, new: type) -> None:
             pass
 
 
+def kept_version(value: Any, kept: dict[type, type]) -> Any:
+    "`value` with the kept class for a class the reload made (also as the `self` of a bound class method)."
+    if isinstance(value, type):
+        return kept.get(value, value)
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, type) and value.__self__ in kept:
+        return types.MethodType(value.__func__, kept[value.__self__])
+    return value
+
+
+def repoint_attributes(holder: Any, kept: dict[type, type]) -> None:
+    "Point the attributes of `holder` (a class or an object) that name a reloaded class at the kept one."
+    attributes = vars(holder) if isinstance(holder, type) or hasattr(holder, "__dict__") else {}
+    for name, value in list(attributes.items()):
+        replacement = kept_version(value, kept)
+        if replacement is not value:
+            try:
+                setattr(holder, name, replacement)
+            except (AttributeError, TypeError):
+                pass
+
+
 def reload_in_place(module: types.ModuleType) -> dict[int, tuple[Any, Any]]:
     "Run the module's file again in its namespace, keeping its classes; return {id(old): (old, new)} of other names."
     before = dict(module.__dict__)
@@ -247,8 +268,22 @@ def reload_in_place(module: types.ModuleType) -> dict[int, tuple[Any, Any]]:
                 object.__setattr__(value, "__class__", kept[type(value)])  # frozen dataclasses too
             except TypeError:
                 pass
+    for value in [*kept.values(), *namespace.values()]:  # what they hold of the reloaded classes, too
+        repoint_attributes(value, kept)
     return {id(before[name]): (before[name], value) for name, value in namespace.items()
             if name in before and before[name] is not value}
+
+
+def repoint_registries(swapped: dict[int, tuple[Any, Any]], package: str) -> None:
+    "In the package's module-level dicts, put the module's object where a cell registered its own copy of it."
+    for name, loaded in list(sys.modules.items()):
+        if name != package and not name.startswith(package + "."):
+            continue
+        for registry in [value for value in vars(loaded).values() if isinstance(value, dict)]:
+            for key, entry in list(registry.items()):
+                pair = swapped.get(id(entry))
+                if pair is not None and pair[0] is entry:
+                    registry[key] = pair[1]
 
 
 def defined_names(source: str) -> set[str]:
@@ -326,9 +361,15 @@ class LiveCourse:
                 namespace[name] = old_and_new[1]
 
     def share(self, module: types.ModuleType, names: set[str]) -> None:
-        "Point the notebook's names that the cell defined at the module's objects of the same names."
+        "Point the notebook's names that the cell defined, and the package's registries, at the module's objects."
+        swapped = {}
         for name in names & module.__dict__.keys():
-            self.shell.user_ns[name] = module.__dict__[name]
+            mine, theirs = self.shell.user_ns.get(name), module.__dict__[name]
+            if mine is not None and mine is not theirs:
+                swapped[id(mine)] = (mine, theirs)
+            self.shell.user_ns[name] = theirs
+        if swapped:
+            repoint_registries(swapped, self.package)
 
 
 def load_ipython_extension(shell: Any) -> None:
