@@ -41,8 +41,7 @@ def test_list_and_only_select_rows_by_name():
     names = run_tool("--list").stdout.splitlines()
     assert TINY_ROW in names and len(names) >= 20
     for required in ("matmul 2x512x512", "a permuted", "b permuted", "add 1e7", "sum(1)", "MLP SGD step",
-                     "TensorBackend(FastOps)", "conv2d", "conv1d", "MNIST", "gc on", "gc off",
-                     "matmul 64x784 @ 784x128 right after NumPy work", "add 1e7 right after NumPy work"):
+                     "TensorBackend(FastOps)", "conv2d", "conv1d", "MNIST", "gc on", "gc off"):
         assert any(required in name for name in names), required
     assert run_tool("--list", "--only", "CONV").stdout.split("\n")[:2] == [name for name in names if "conv" in name]
     missing = run_tool("--only", "no such row")
@@ -67,20 +66,6 @@ def test_bars_judge_ratio_or_time(benchmark):
     overhead = benchmark.Bar(most_micros=15)
     assert overhead.met(None, 14e-6) and not overhead.met(100.0, 16e-6)
     assert str(overhead) == "<= 15 us" and str(benchmark.Bar(0.3)) == ">= 0.3x"
-
-
-def test_bars_can_also_bound_the_spread(benchmark):
-    steady = benchmark.Bar(0.5, most_spread=0.25)
-    assert steady.met(0.6, 1.0, 0.2) and not steady.met(0.6, 1.0, 0.3) and not steady.met(0.4, 1.0, 0.1)
-    assert str(steady) == ">= 0.5x ±25%"
-
-
-def test_before_replaces_the_pause_of_ours_only(benchmark, monkeypatch):
-    events = []
-    monkeypatch.setattr(benchmark, "wait", lambda seconds: events.append("pause"))
-    benchmark.interleaved(lambda: events.append("ours"), lambda: events.append("ref"), repeats=2, sample_seconds=0.0,
-                          collector="off", pause=0.15, before=lambda: events.append("numpy"))
-    assert events[-8:] == ["numpy", "ours", "pause", "ref"] * 2
 
 
 def test_interleaved_alternates_the_sides(benchmark):
