@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['Index', 'Shape', 'Strides', 'Storage', 'OutIndex', 'UserIndex', 'UserShape', 'UserStrides', 'PRINT_THRESHOLD',
            'PRINT_EDGE', 'IndexingError', 'index_to_position', 'to_index', 'strides_from_shape', 'checked_shape',
-           'DeviceStorage', 'TensorData', 'key_entry_error', 'expanded_key', 'dim_position', 'slice_steps',
-           'index_view', 'shape_broadcast', 'broadcast_index']
+           'index_array', 'DeviceStorage', 'TensorData', 'key_entry_error', 'expanded_key', 'dim_position',
+           'slice_steps', 'index_view', 'shape_broadcast', 'broadcast_index']
 
 # %% ../nbs/20_tensor_data.ipynb #f4cdff10
+import functools
 import math
 import random
 from typing import Iterator, Sequence
@@ -80,6 +81,12 @@ def checked_shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(entry) for entry in entries)
 
 
+@functools.lru_cache(maxsize=4096)
+def index_array(entries: tuple[int, ...]) -> Index:
+    "`entries` (a shape or strides) as the int64 array kernels read, made once and shared: no kernel writes it."
+    return np.array(entries, dtype=np.int64)
+
+
 class DeviceStorage:
     "A flat float64 storage kept off the host, e.g. in GPU memory (chapter 3): views share it, host reads copy it."
 
@@ -107,8 +114,8 @@ class TensorData:
         self.offset = offset
         if validate:
             self._check_layout()
-        self._shape = np.array(self.shape, dtype=np.int64)
-        self._strides = np.array(self.strides, dtype=np.int64)
+        self._shape = index_array(self.shape)
+        self._strides = index_array(self.strides)
         self.dims = len(self.shape)
         self.size = math.prod(self.shape)
 
