@@ -24,6 +24,7 @@ from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, Tensor
 from .tensor import History, Tensor, ones, rand, tensor, zeros
 from .tensor_functions import (EQ, LT, Add, All, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul, Neg,
                                         GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
+from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
                                  sum_practice)
@@ -52,6 +53,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "History", "Tensor", "tensor", "zeros", "ones", "rand",
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
            "View", "Copy", "GetItem", "Sum", "All", "MatMul", "grad_check",
+           "Cat", "Where", "cat", "stack", "where", "tril", "triu",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",
            "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",

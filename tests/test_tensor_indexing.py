@@ -1,0 +1,326 @@
+"""Joining, cutting and selecting (`25_tensor_indexing`): `cat`, `stack`, `split`, `chunk`, `where`, `masked_fill`,
+`tril`, `triu` match NumPy's values and PyTorch's values and gradients (float64) on every backend, on empty dims and
+on sliced inputs (views with an offset), and `nan`/`inf` in a branch not taken never leak."""
+import math
+
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minitorch import IndexingError, backend as backend_named, cat, stack, tensor, tril, triu, where
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+SPECIAL = [0.0, 1.5, -2.0, math.nan, math.inf, -math.inf]
+
+
+def sizes(low: int = 0, high: int = 3):
+    return st.integers(low, high)
+
+
+@st.composite
+def shapes(draw, min_dims: int = 1, max_dims: int = 3, low: int = 0):
+    "A shape of small sizes, empty dims included."
+    return tuple(draw(st.lists(sizes(low), min_size=min_dims, max_size=max_dims)))
+
+
+@st.composite
+def arrays(draw, shape: tuple[int, ...], special: bool = False):
+    "Random values of `shape`, some of them nan and inf when `special`."
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = rng.normal(size=shape)
+    if special and values.size:
+        picks = rng.random(shape) < 0.3
+        values[picks] = rng.choice(SPECIAL, size=int(picks.sum()))
+    return values
+
+
+def leaf_and_input(values: np.ndarray, backend, sliced: bool, requires_grad: bool = True):
+    "A leaf tensor and the input made from it: the leaf itself, or (sliced) a strided view with an offset into it."
+    if not sliced or values.ndim == 0:
+        leaf = tensor(values, backend=backend, requires_grad=requires_grad)
+        return leaf, leaf, values
+    big = np.full((2 * values.shape[0] + 1, *values.shape[1:]), 7.0)
+    big[1::2] = values
+    leaf = tensor(big, backend=backend, requires_grad=requires_grad)
+    return leaf, leaf[1::2], big
+
+
+def torch_leaf(torch, values: np.ndarray, sliced: bool):
+    "The PyTorch twin of `leaf_and_input`."
+    leaf = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return leaf, (leaf[1::2] if sliced and values.ndim else leaf)
+
+
+def weighted_sum(out, weights: np.ndarray, make):
+    "`(out * weights).sum()`: a loss whose gradient is `weights`."
+    return (out * make(weights)).sum()
+
+
+def assert_grads(ours, theirs):
+    for mine, reference in zip(ours, theirs):
+        expected = np.zeros(reference.shape) if reference.grad is None else reference.grad.numpy()
+        got = np.zeros(expected.shape) if mine.grad is None else mine.grad.to_numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+# --- cat and stack ---------------------------------------------------------------------------------------------------
+@st.composite
+def cat_cases(draw):
+    "Values of 1 to 3 tensors that differ only in the size of dim `dim`, and `dim` (maybe negative)."
+    shape = draw(shapes())
+    dim = draw(st.integers(-len(shape), len(shape) - 1))
+    count = draw(st.integers(1, 3))
+    parts = [draw(arrays(shape[:dim % len(shape)] + (draw(sizes()),) + shape[dim % len(shape) + 1:]))
+             for _ in range(count)]
+    return parts, dim, draw(st.lists(st.booleans(), min_size=count, max_size=count))
+
+
+@given(cat_cases(), st.integers(0, 2**16))
+def test_cat_matches_numpy_and_torch(backend, case, seed):
+    parts, dim, sliced = case
+    made = [leaf_and_input(values, backend, flag) for values, flag in zip(parts, sliced)]
+    out = cat([value for _, value, _ in made], dim)
+    expected = np.concatenate(parts, dim)
+    assert out.shape == expected.shape and out.backend is backend
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    torch = pytest.importorskip("torch")
+    weights = np.random.default_rng(seed).normal(size=expected.shape)
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    twins = [torch_leaf(torch, raw, flag) for (_, _, raw), flag in zip(made, sliced)]
+    reference = torch.cat([value for _, value in twins], dim)
+    (reference * torch.tensor(weights)).sum().backward()
+    assert_grads([leaf for leaf, _, _ in made], [leaf for leaf, _ in twins])
+
+
+@given(shapes(), st.integers(1, 3), st.data())
+def test_stack_matches_numpy_and_torch(backend, shape, count, data):
+    dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    parts = [data.draw(arrays(shape)) for _ in range(count)]
+    sliced = data.draw(st.booleans())
+    made = [leaf_and_input(values, backend, sliced) for values in parts]
+    out = stack([value for _, value, _ in made], dim)
+    expected = np.stack(parts, dim)
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    torch = pytest.importorskip("torch")
+    weights = data.draw(arrays(expected.shape))
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    twins = [torch_leaf(torch, raw, sliced) for _, _, raw in made]
+    (torch.stack([value for _, value in twins], dim) * torch.tensor(weights)).sum().backward()
+    assert_grads([leaf for leaf, _, _ in made], [leaf for leaf, _ in twins])
+
+
+def test_cat_and_stack_errors(backend):
+    other = backend_named("fast" if backend is backend_named("simple") else "simple")
+    ones = lambda shape, on=backend: tensor(np.ones(shape), backend=on)  # noqa: E731
+    with pytest.raises(ValueError, match="at least one tensor"):
+        cat([])
+    with pytest.raises(ValueError, match="at least one tensor"):
+        stack([])
+    with pytest.raises(IndexingError, match=r"tensor 2 \(shape \(2, 4\)\) has size 4 in dim 1"):
+        cat([ones((2, 3)), ones((5, 3)), ones((2, 4))])
+    with pytest.raises(IndexingError, match="tensor 1 has 1 dims"):
+        cat([ones((2, 3)), ones(3)], dim=1)
+    with pytest.raises(IndexingError, match="dim 2 is out of range"):
+        cat([ones((2, 3))], dim=2)
+    with pytest.raises(IndexingError, match=r"tensor 1 has shape \(4,\)"):
+        stack([ones(3), ones(4)])
+    with pytest.raises(IndexingError, match="dim 2 is out of range"):
+        stack([ones(3)], dim=2)
+    with pytest.raises(ValueError, match="tensor 1 is on"):
+        cat([ones(3), ones(3, on=other)])
+    with pytest.raises(TypeError, match="tensor 1 is a list"):
+        cat([ones(3), [1.0]])
+    with pytest.raises(TypeError, match="sequence of tensors"):
+        cat(ones(3))
+
+
+# --- split and chunk -------------------------------------------------------------------------------------------------
+def piece_bounds(sizes_: list[int]) -> list[tuple[int, int]]:
+    ends = np.cumsum([0, *sizes_])
+    return list(zip(ends[:-1], ends[1:]))
+
+
+@given(shapes(), st.data())
+def test_split_matches_numpy_and_torch(backend, shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    size = shape[dim]
+    if data.draw(st.booleans()):
+        step = data.draw(st.integers(1 if size else 0, 4))
+        expected_sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
+        how = step
+    else:
+        cuts = sorted(data.draw(st.lists(st.integers(0, size), max_size=3)))
+        expected_sizes = [int(piece) for piece in np.diff([0, *cuts, size])]
+        how = expected_sizes
+    values = data.draw(arrays(shape))
+    sliced = data.draw(st.booleans())
+    leaf, t, raw = leaf_and_input(values, backend, sliced)
+    pieces = t.split(how, dim)
+    assert [piece.shape[dim] for piece in pieces] == expected_sizes
+    for piece, (start, stop) in zip(pieces, piece_bounds(expected_sizes)):
+        np.testing.assert_array_equal(piece.to_numpy(), np.take(values, range(start, stop), axis=dim))
+        assert piece._tensor._storage is t._tensor._storage
+    torch = pytest.importorskip("torch")
+    weights = [data.draw(arrays(piece.shape)) for piece in pieces]
+    sum((piece * tensor(w, backend=backend)).sum() for piece, w in zip(pieces, weights)).backward()
+    twin, twin_input = torch_leaf(torch, raw, sliced)
+    twin_pieces = twin_input.split(how, dim)
+    assert [p.shape[dim] for p in twin_pieces] == expected_sizes
+    sum((p * torch.tensor(w)).sum() for p, w in zip(twin_pieces, weights)).backward()
+    assert_grads([leaf], [twin])
+
+
+@given(shapes(), st.integers(1, 5), st.data())
+def test_chunk_matches_torch(backend, shape, chunks, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    size = shape[dim]
+    values = data.draw(arrays(shape))
+    pieces = tensor(values, backend=backend).chunk(chunks, dim)
+    step = -(-size // chunks)
+    expected_sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0] * chunks
+    assert [piece.shape[dim] for piece in pieces] == expected_sizes
+    for piece, (start, stop) in zip(pieces, piece_bounds(expected_sizes)):
+        np.testing.assert_array_equal(piece.to_numpy(), np.take(values, range(start, stop), axis=dim))
+    torch = pytest.importorskip("torch")
+    assert [p.shape[dim] for p in torch.tensor(values).chunk(chunks, dim)] == expected_sizes
+
+
+def test_split_and_chunk_errors(backend):
+    t = tensor(np.arange(10.0), backend=backend)
+    with pytest.raises(ValueError, match=r"the sizes \[3, 3\] must be whole numbers >= 0 adding up to 10"):
+        t.split([3, 3])
+    with pytest.raises(ValueError, match="must be positive"):
+        t.split(0)
+    with pytest.raises(ValueError, match="must be positive"):
+        t.split(-2)
+    with pytest.raises(ValueError, match="positive int"):
+        t.chunk(0)
+    with pytest.raises(IndexingError, match="dim 1 is out of range"):
+        t.split(2, dim=1)
+
+
+# --- where and masked_fill -------------------------------------------------------------------------------------------
+@st.composite
+def broadcast_shapes(draw, shape: tuple[int, ...]):
+    "A shape that broadcasts to `shape`: some leading dims dropped, some sizes 1."
+    dropped = draw(st.integers(0, len(shape)))
+    return tuple(size if draw(st.booleans()) else 1 for size in shape[dropped:])
+
+
+@given(shapes(), st.data())
+def test_where_selects_as_numpy_and_torch(backend, shape, data):
+    condition_values = data.draw(arrays(data.draw(broadcast_shapes(shape))))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    condition_values = rng.choice([0.0, 1.0, -2.0, math.nan], size=condition_values.shape)
+    operands = []  # each: (our argument, torch argument maker, NumPy values, leaf, raw values, sliced)
+    for _ in range(2):
+        if data.draw(st.booleans()):
+            value = data.draw(st.sampled_from(SPECIAL))
+            operands.append((value, None, np.float64(value), None, None, False))
+            continue
+        values = data.draw(arrays(data.draw(broadcast_shapes(shape)), special=True))  # nan/inf, taken or not
+        sliced = data.draw(st.booleans())
+        leaf, value, raw = leaf_and_input(values, backend, sliced)
+        operands.append((value, None, values, leaf, raw, sliced))
+    condition = tensor(condition_values, backend=backend) if condition_values.ndim else None
+    if condition is None:
+        return
+    out = where(condition, operands[0][0], operands[1][0])
+    expected = np.where(condition_values != 0, operands[0][2], operands[1][2])
+    assert out.shape == np.broadcast_shapes(condition_values.shape, np.shape(operands[0][2]), np.shape(operands[1][2]))
+    np.testing.assert_array_equal(out.to_numpy(), np.broadcast_to(expected, out.shape))
+    torch = pytest.importorskip("torch")
+    leaves = [operand[3] for operand in operands if operand[3] is not None]
+    if not leaves:
+        return
+    weights = data.draw(arrays(out.shape))
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    twins, arguments = [], []
+    for value, _, numbers, leaf, raw, sliced in operands:
+        if leaf is None:
+            arguments.append(torch.tensor(float(value), dtype=torch.float64))
+            continue
+        twin, twin_input = torch_leaf(torch, raw, sliced)
+        twins.append(twin)
+        arguments.append(twin_input)
+    reference = torch.where(torch.tensor(condition_values) != 0, *arguments)
+    (reference * torch.tensor(weights)).sum().backward()
+    assert_grads(leaves, twins)
+
+
+@given(shapes(), st.sampled_from(SPECIAL), st.data())
+def test_masked_fill_matches_numpy_and_torch(backend, shape, value, data):
+    mask_values = (np.random.default_rng(data.draw(st.integers(0, 2**16))).random(
+        data.draw(broadcast_shapes(shape))) < 0.5) * 1.0
+    if mask_values.ndim == 0:
+        return
+    values = data.draw(arrays(shape, special=True))
+    sliced = data.draw(st.booleans())
+    leaf, t, raw = leaf_and_input(values, backend, sliced)
+    out = t.masked_fill(tensor(mask_values, backend=backend), value)
+    assert out.shape == shape
+    np.testing.assert_array_equal(out.to_numpy(), np.where(mask_values != 0, value, values))
+    torch = pytest.importorskip("torch")
+    weights = data.draw(arrays(shape))
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    twin, twin_input = torch_leaf(torch, raw, sliced)
+    (twin_input.masked_fill(torch.tensor(mask_values) != 0, value) * torch.tensor(weights)).sum().backward()
+    assert_grads([leaf], [twin])
+
+
+def test_where_of_a_comparison_of_tracked_tensors(backend):
+    x = tensor([[-1.0, 2.0], [3.0, -4.0]], backend=backend, requires_grad=True)
+    y = tensor([10.0, math.nan], backend=backend, requires_grad=True)
+    out = where(x > 0.0, x, y)  # the condition tracks gradients too (it was made from x): it gets none
+    np.testing.assert_array_equal(out.to_numpy(), [[10.0, 2.0], [3.0, math.nan]])
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.to_numpy(), [[0.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(y.grad.to_numpy(), [1.0, 1.0])
+
+
+def test_where_and_masked_fill_errors(backend):
+    t = tensor(np.ones((2, 3)), backend=backend)
+    other = backend_named("fast" if backend is backend_named("simple") else "simple")
+    with pytest.raises(TypeError, match="condition is a list"):
+        where([1.0, 0.0], t, 0.0)
+    with pytest.raises(ValueError, match="b is on"):
+        where(t, 1.0, tensor([1.0], backend=other))
+    with pytest.raises(IndexingError, match=r"\(2, 3\) and \(2,\) do not broadcast"):
+        where(t, t, tensor([1.0, 2.0], backend=backend))
+    with pytest.raises(TypeError, match="cannot combine"):
+        where(t, "a", 0.0)
+    with pytest.raises(IndexingError, match=r"mask of shape \(3, 2, 3\) does not broadcast to the tensor's shape"):
+        t.masked_fill(tensor(np.ones((3, 2, 3)), backend=backend), 0.0)
+    with pytest.raises(TypeError, match="mask is a ndarray"):
+        t.masked_fill(np.ones((2, 3)), 0.0)
+    with pytest.raises(TypeError, match="must be a number"):
+        t.masked_fill(t, "x")
+
+
+# --- tril and triu ---------------------------------------------------------------------------------------------------
+@given(shapes(min_dims=2), st.integers(-4, 4), st.booleans(), st.data())
+def test_tril_and_triu_match_numpy_and_torch(backend, shape, diagonal, lower, data):
+    values = data.draw(arrays(shape, special=True))
+    sliced = data.draw(st.booleans())
+    leaf, t, raw = leaf_and_input(values, backend, sliced)
+    out = (tril if lower else triu)(t, diagonal)
+    assert out.shape == shape
+    np.testing.assert_array_equal(out.to_numpy(), (np.tril if lower else np.triu)(values, diagonal))
+    np.testing.assert_array_equal((t.tril if lower else t.triu)(diagonal).to_numpy(), out.to_numpy())
+    torch = pytest.importorskip("torch")
+    weights = data.draw(arrays(shape))
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    twin, twin_input = torch_leaf(torch, raw, sliced)
+    ((torch.tril if lower else torch.triu)(twin_input, diagonal) * torch.tensor(weights)).sum().backward()
+    assert_grads([leaf], [twin])
+
+
+def test_tril_and_triu_errors(backend):
+    with pytest.raises(IndexingError, match=r"at least 2 dims, got shape \(3,\)"):
+        tril(tensor([1.0, 2.0, 3.0], backend=backend))
+    with pytest.raises(TypeError, match="diagonal must be an int"):
+        triu(tensor(np.ones((2, 2)), backend=backend), 0.5)
