@@ -28,8 +28,8 @@ from numba import cuda
 from numba.cuda.cudadrv.driver import device_memset
 
 from .tensor_data import (DeviceStorage, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
-                                   index_to_position, to_index)
-from .tensor_ops import BACKENDS, KernelOps, TensorBackend
+                                   float64, index_to_position, stored_array, to_index)
+from .tensor_ops import BACKENDS, KernelOps, TensorBackend, fill_value
 
 if TYPE_CHECKING:
     from minitorch.tensor import Tensor
@@ -199,34 +199,39 @@ def fill_kernel(storage: Storage, value: float) -> None:
 
 
 class CudaStorage(DeviceStorage):
-    "A tensor's flat float64 storage in GPU memory; every copy to or from the host is counted in `transfers`."
+    "A tensor's flat storage in GPU memory, of one dtype; every copy to or from the host is counted in `transfers`."
 
     def __init__(self, array: Any):
         self.array = array
 
+    @property
+    def dtype(self) -> np.dtype:
+        "The number type of the values."
+        return self.array.dtype
+
     @staticmethod
     def from_host(values: Storage) -> "CudaStorage":
-        "A GPU copy of the host array `values`."
-        values = np.ascontiguousarray(values, dtype=np.float64)
+        "A GPU copy of the host array `values`, dtype kept (one of `DTYPES`; anything else becomes float64)."
+        values = np.ascontiguousarray(stored_array(values))
         record_transfer("to_device", values.nbytes)
         return CudaStorage(cuda.to_device(values))
 
     @staticmethod
-    def zeros(size: int) -> "CudaStorage":
-        "`size` zeros, set in GPU memory (a memset: nothing crosses the bus)."
-        array = cuda.device_array(size, dtype=np.float64)
+    def zeros(size: int, dtype: np.dtype = float64) -> "CudaStorage":
+        "`size` zeros of `dtype`, set in GPU memory (a memset: nothing crosses the bus)."
+        array = cuda.device_array(size, dtype=dtype)
         if size:  # an empty array has no memory to set
             device_memset(array, 0, array.nbytes)
         return CudaStorage(array)
 
     @staticmethod
-    def full(size: int, value: float) -> "CudaStorage":
-        "`size` copies of `value`, set in GPU memory (a memset for zeros, else a fill kernel)."
+    def full(size: int, value: float, dtype: np.dtype = float64) -> "CudaStorage":
+        "`size` copies of `value` as `dtype`, set in GPU memory (a memset for zeros, else a fill kernel)."
         if value == 0.0 or size == 0:
-            return CudaStorage.zeros(size)
-        array = cuda.device_array(size, dtype=np.float64)
+            return CudaStorage.zeros(size, dtype)
+        array = cuda.device_array(size, dtype=dtype)
         with quick_thread_switches():
-            fill_kernel[map_launch(size)](array, value)
+            fill_kernel[map_launch(size)](array, fill_value(value, dtype))
         return CudaStorage(array)
 
     @staticmethod
@@ -244,15 +249,15 @@ class CudaStorage(DeviceStorage):
                             f"{position!r}: copy it all with to_host(), or compute on the GPU with the backend")
         return int(position)
 
-    def __getitem__(self, position: int) -> float:
+    def __getitem__(self, position: int) -> np.generic:
         position = self._check_position(position)
-        record_transfer("to_host", 8)
-        return float(self.array[position:position + 1].copy_to_host()[0])
+        record_transfer("to_host", self.dtype.itemsize)
+        return self.array[position:position + 1].copy_to_host()[0]
 
     def __setitem__(self, position: int, value: float) -> None:
         position = self._check_position(position)
-        record_transfer("to_device", 8)
-        self.array[position:position + 1].copy_to_device(np.array([value], dtype=np.float64))
+        record_transfer("to_device", self.dtype.itemsize)
+        self.array[position:position + 1].copy_to_device(np.array([value], dtype=self.dtype))
 
     def to_host(self) -> Storage:
         "A NumPy copy of the values."

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .autodiff import Context, backpropagate
-from .tensor_data import TensorData, checked_shape, shape_broadcast
+from .tensor_data import (TensorData, as_dtype, checked_shape, float64, is_floating, shape_broadcast,
+                                   stored_array)
 from .tensor_ops import SimpleBackend, TensorBackend
 
 # %% ../nbs/22_tensor.ipynb #5a2497e3
@@ -31,7 +32,7 @@ _ids = itertools.count()
 
 
 class Tensor:
-    "An n-dimensional array of float64 that can track gradients: data, backend and history."
+    "An n-dimensional array of numbers of one dtype that can track gradients: data, backend and history."
 
     def __init__(self, data: TensorData, history: History | None = None, backend: TensorBackend = SimpleBackend,
                  name: str | None = None):
@@ -59,6 +60,11 @@ class Tensor:
         return self._tensor.dims
 
     @property
+    def dtype(self) -> np.dtype:
+        "The number type of the elements: `float64`, `float32` or `int64`."
+        return self._tensor.dtype
+
+    @property
     def _storage(self) -> np.ndarray:
         "The flat storage under this view (the classic course's name; `_tensor._storage` here)."
         return self._tensor._storage
@@ -67,12 +73,13 @@ class Tensor:
         "A tensor over `data` on this tensor's backend, with no history."
         return Tensor(data, backend=self.backend)
 
-    def zeros(self, shape: Sequence[int] | None = None) -> "Tensor":
-        "A zero tensor of `shape` (default: this tensor's shape) on the same backend."
-        return zeros(self.shape if shape is None else shape, backend=self.backend)
+    def zeros(self, shape: Sequence[int] | None = None, dtype: np.dtype | None = None) -> "Tensor":
+        "A zero tensor of `shape` (default: this tensor's shape) on the same backend, of `dtype` (default: this one's)."
+        return zeros(self.shape if shape is None else shape, backend=self.backend,
+                     dtype=self.dtype if dtype is None else dtype)
 
-    def item(self) -> float:
-        "The value of a one-element tensor as a float."
+    def item(self) -> float | int:
+        "The value of a one-element tensor as a float (an int for an integer dtype)."
         if self.size != 1:
             raise ValueError(f"item() needs a tensor with one element, this one has shape {self.shape}")
         return self._tensor.get((0,) * self.dims)
@@ -100,7 +107,7 @@ class Tensor:
     __hash__ = object.__hash__  # hashed by identity: `==` (next notebook) compares elementwise
 
     def __repr__(self) -> str:
-        details = [f"shape={self.shape}"]
+        details = [f"shape={self.shape}"] + ([] if self.dtype == float64 else [f"dtype={self.dtype.name}"])
         if self.name is not None:
             details.append(f"name={self.name!r}")
         if self.history is not None:
@@ -116,6 +123,9 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         "Start (or stop) tracking gradients, making this tensor a leaf; returns the tensor."
+        if requires_grad and not is_floating(self.dtype):
+            raise TypeError(f"only float tensors can require gradients, this one is {self.dtype}: convert it with "
+                            f".to(minitorch.float64) or .to(minitorch.float32)")
         self.history = History() if requires_grad else None
         return self
 
@@ -133,7 +143,7 @@ class Tensor:
             if self.size != 1:
                 raise ValueError(f"backward() without grad_output needs a one-element tensor, this one has shape "
                                  f"{self.shape}: pass grad_output of that shape (or call .sum() first)")
-            grad_output = ones(self.shape, backend=self.backend)
+            grad_output = ones(self.shape, backend=self.backend, dtype=self.dtype)
         backpropagate(self, grad_output)
 
     # --- the Variable interface for backpropagate -------------------------------------------------
@@ -151,11 +161,17 @@ class Tensor:
         return self.history.inputs
 
     def chain_rule(self, d_output: "Tensor") -> Iterable[tuple["Tensor", "Tensor"]]:
-        "Each non-constant input with its gradient, fitted to its shape."
+        "Each non-constant input with its gradient, fitted to its shape and dtype."
         gradients = self.history.last_fn.backward(self.history.ctx, d_output)
         gradients = gradients if isinstance(gradients, tuple) else (gradients,)
-        return [(parent, parent._fit_gradient(gradient))
+        return [(parent, parent._own_dtype(parent._fit_gradient(gradient)))
                 for parent, gradient in zip(self.history.inputs, gradients) if not parent.is_constant()]
+
+    def _own_dtype(self, gradient: "Tensor") -> "Tensor":
+        "`gradient` in this tensor's dtype (a float32 input of a float64 operation gets a float32 gradient)."
+        if gradient.dtype == self.dtype:
+            return gradient
+        return self.backend.id_map(gradient, gradient.zeros(gradient.shape, dtype=self.dtype))
 
     def _fit_gradient(self, gradient: "Tensor") -> "Tensor":
         "`gradient` brought to this tensor's shape: broadcast up, then summed over the dims it was broadcast in."
@@ -199,14 +215,18 @@ def _as_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return checked_shape((shape,) if isinstance(shape, (int, np.integer)) else shape)
 
 
-def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
-    "A tensor holding a copy of `data`: a number, nested lists of numbers, or a NumPy array."
+def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+           dtype: Any = None) -> Tensor:
+    "A tensor holding a copy of `data` (a number, nested lists of numbers, a NumPy array) as `dtype`."
     if isinstance(data, np.ndarray):
         if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
             raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}: it must be numeric")
-        shape, values = data.shape or (1,), data.astype(np.float64).ravel()
+        shape, values = data.shape or (1,), data.ravel()
+        if dtype is None and not np.issubdtype(data.dtype, np.floating):
+            dtype = float64  # ints and bools compute as the default float, as in classic MiniTorch
     else:
-        shape, values = nested_shape(data) or (1,), np.array(data, dtype=np.float64).ravel()
+        shape, values = nested_shape(data) or (1,), np.array(data, dtype=float64 if dtype is None else None).ravel()
+    values = stored_array(values) if dtype is None else values.astype(as_dtype(dtype))  # float32/64 arrays keep theirs
     return _made(backend.storage.from_host(values), shape, backend, requires_grad)
 
 
@@ -215,21 +235,25 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
     return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
-def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
-    "A tensor of `shape` filled with 0.0."
+def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+          dtype: Any = float64) -> Tensor:
+    "A tensor of `shape` filled with 0."
     shape = _as_shape(shape)
-    return _made(backend.storage.zeros(math.prod(shape)), shape, backend, requires_grad)
+    return _made(backend.storage.zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
-def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False) -> Tensor:
-    "A tensor of `shape` filled with 1.0."
+def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+         dtype: Any = float64) -> Tensor:
+    "A tensor of `shape` filled with 1."
     shape = _as_shape(shape)
-    return _made(backend.storage.full(math.prod(shape), 1.0), shape, backend, requires_grad)
+    return _made(backend.storage.full(math.prod(shape), 1.0, as_dtype(dtype)), shape, backend, requires_grad)
 
 
 def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
-         seed: int | None = None) -> Tensor:
+         seed: int | None = None, dtype: Any = float64) -> Tensor:
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
-    shape = _as_shape(shape)
-    values = np.random.default_rng(seed).random(math.prod(shape))
+    shape, dtype = _as_shape(shape), as_dtype(dtype)
+    if not is_floating(dtype):
+        raise TypeError(f"rand draws fractions in [0, 1): dtype {dtype} cannot hold them, use float32 or float64")
+    values = np.random.default_rng(seed).random(math.prod(shape)).astype(dtype)
     return _made(backend.storage.from_host(values), shape, backend, requires_grad)

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'SimpleBackend', 'BACKENDS', 'tensor_map', 'tensor_zip', 'tensor_reduce',
-           'simple_matrix_multiply', 'HostStorage', 'map_output', 'zip_output', 'reduce_output',
-           'matrix_multiply_output', 'batched', 'kernel_arrays', 'TensorOps', 'KernelOps', 'SimpleOps', 'TensorBackend',
-           'backend']
+           'simple_matrix_multiply', 'fill_value', 'HostStorage', 'map_output', 'zip_output', 'reduce_output',
+           'matrix_multiply_output', 'batched', 'kernel_arrays', 'TensorOps', 'KernelOps', 'SimpleOps', 'floating_map',
+           'TensorBackend', 'backend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
 import math
@@ -16,7 +16,8 @@ import numpy as np
 
 from . import operators
 from .tensor_data import (Index, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
-                                   index_to_position, shape_broadcast, to_index)
+                                   float64, index_to_position, is_floating, result_dtype, shape_broadcast,
+                                   stored_array, to_index)
 
 if TYPE_CHECKING:
     from minitorch.tensor import Tensor
@@ -114,23 +115,30 @@ def simple_matrix_multiply(out_storage: Storage, out_shape: Shape, out_strides: 
     # END SOLUTION
 
 # %% ../nbs/21_tensor_ops.ipynb #bffc1385
+def fill_value(value: float, dtype: np.dtype) -> float | int:
+    "`value` as `dtype` can hold it: an integer dtype holds -inf and inf (reductions start there) as its extremes."
+    if is_floating(dtype) or not math.isinf(value):
+        return value
+    return int(np.iinfo(dtype).min if value < 0 else np.iinfo(dtype).max)
+
+
 class HostStorage:
-    "Where the CPU backends keep a tensor's numbers: a flat float64 NumPy array. Every storage kind has these."
+    "Where the CPU backends keep a tensor's numbers: a flat NumPy array of one dtype. Every storage kind has these."
 
     @staticmethod
-    def zeros(size: int) -> Storage:
-        "`size` zeros."
-        return np.zeros(size)
+    def zeros(size: int, dtype: np.dtype = float64) -> Storage:
+        "`size` zeros of `dtype`."
+        return np.zeros(size, dtype=dtype)
 
     @staticmethod
-    def full(size: int, value: float) -> Storage:
-        "`size` copies of `value`."
-        return np.full(size, value, dtype=np.float64)
+    def full(size: int, value: float, dtype: np.dtype = float64) -> Storage:
+        "`size` copies of `value` as `dtype`."
+        return np.full(size, fill_value(value, dtype), dtype=dtype)
 
     @staticmethod
     def from_host(values: Storage) -> Storage:
-        "A storage holding the host array `values` (the array itself if it is flat, contiguous float64)."
-        return np.ascontiguousarray(values, dtype=np.float64)
+        "A storage holding the host array `values`: the array itself if it is flat and contiguous, dtype kept."
+        return np.ascontiguousarray(stored_array(values))
 
     @staticmethod
     def to_host(storage: Storage) -> Storage:
@@ -148,15 +156,15 @@ class HostStorage:
 def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
     "The output of a map of `a`: `out` if `a` broadcasts to its shape, else a new tensor shaped like `a`."
     if out is None:
-        return a.zeros(a.shape)
+        return a.zeros(a.shape)  # a's dtype
     if shape_broadcast(a.shape, out.shape) != out.shape:
         raise IndexingError(f"cannot map a tensor of shape {a.shape} into an output of shape {out.shape}")
     return out
 
 
 def zip_output(a: "Tensor", b: "Tensor") -> "Tensor":
-    "A new tensor of the shape `a` and `b` broadcast to."
-    return a.zeros(shape_broadcast(a.shape, b.shape))
+    "A new tensor of the shape `a` and `b` broadcast to, of the dtype they promote to."
+    return a.zeros(shape_broadcast(a.shape, b.shape), dtype=result_dtype(a.dtype, b.dtype))
 
 
 def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
@@ -164,7 +172,7 @@ def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
     if not 0 <= dim < a.dims:
         raise IndexingError(f"cannot reduce dim {dim} of a tensor of shape {a.shape}: dims are 0..{a.dims - 1}")
     shape = tuple(1 if d == dim else size for d, size in enumerate(a.shape))
-    storage = a.backend.storage.full(math.prod(shape), start)
+    storage = a.backend.storage.full(math.prod(shape), start, a.dtype)
     return a._new(TensorData(storage, shape, validate=False))
 
 
@@ -172,6 +180,8 @@ def matrix_multiply_output(a: "Tensor", b: "Tensor") -> "Tensor":
     "A new tensor for `a @ b`, 2-D or 3-D: a matrix if both are matrices, else a batch (a matrix is a batch of one)."
     if a.dims not in (2, 3) or b.dims not in (2, 3):
         raise IndexingError(f"matrix_multiply takes 2-D or 3-D tensors, got shapes {a.shape} and {b.shape}")
+    if a.dtype != b.dtype:  # as in PyTorch: a product does not promote
+        raise TypeError(f"cannot multiply a {a.dtype} tensor by a {b.dtype} tensor: convert one with .to(...)")
     if a.shape[-1] != b.shape[-2]:
         raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
                             f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
@@ -322,6 +332,16 @@ class SimpleOps(KernelOps):
     matrix_multiply_kernel = staticmethod(simple_matrix_multiply)
 
 # %% ../nbs/21_tensor_ops.ipynb #4ede7be6
+def floating_map(map_fn: Callable[..., "Tensor"], id_map: Callable[..., "Tensor"]) -> Callable[..., "Tensor"]:
+    "`map_fn` that first copies an integer tensor into float64 (with `id_map`): `exp` of an int is a float."
+    def apply(a: "Tensor", out: "Tensor | None" = None) -> "Tensor":
+        if not is_floating(a.dtype):
+            a = id_map(a, a.zeros(a.shape, dtype=float64))
+        return map_fn(a, out)
+
+    return apply
+
+
 class TensorBackend:
     "The named tensor functions of one backend, built from its `TensorOps`."
 
@@ -329,12 +349,12 @@ class TensorBackend:
         self.ops = ops
         self.storage = ops.storage
         self.neg_map = ops.map(operators.neg)
-        self.sigmoid_map = ops.map(operators.sigmoid)
         self.relu_map = ops.map(operators.relu)
-        self.log_map = ops.map(operators.log)
-        self.exp_map = ops.map(operators.exp)
         self.id_map = ops.map(operators.id)
-        self.inv_map = ops.map(operators.inv)
+        self.sigmoid_map = floating_map(ops.map(operators.sigmoid), self.id_map)
+        self.log_map = floating_map(ops.map(operators.log), self.id_map)
+        self.exp_map = floating_map(ops.map(operators.exp), self.id_map)
+        self.inv_map = floating_map(ops.map(operators.inv), self.id_map)
         self.add_zip = ops.zip(operators.add)
         self.mul_zip = ops.zip(operators.mul)
         self.lt_zip = ops.zip(operators.lt)
