@@ -17,13 +17,14 @@ from . import scalar as scalar_functions
 from .scalar import Context, Scalar, ScalarFunction, ScalarHistory
 from .graph import GraphDrawing, draw_graph
 from .optim import SGD, Optimizer
-from .tensor_data import (Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData, UserIndex,
-                                   UserShape, UserStrides, broadcast_index, index_to_position, shape_broadcast,
-                                   strides_from_shape, to_index)
+from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData,
+                                   UserIndex, UserShape, UserStrides, as_dtype, broadcast_index, float32, float64,
+                                   index_to_position, int64, result_dtype, shape_broadcast, strides_from_shape,
+                                   to_index)
 from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend
 from .tensor import History, Tensor, ones, rand, tensor, zeros
-from .tensor_functions import (EQ, LT, Add, All, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul, Neg,
-                                        GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
+from .tensor_functions import (EQ, LT, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul,
+                                        Neg, GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
 from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
@@ -48,11 +49,12 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "Optimizer", "SGD",
            "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast",
            "strides_from_shape", "to_index", "Index", "Shape", "Strides", "OutIndex", "Storage", "UserIndex",
-           "UserShape", "UserStrides", "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
+           "UserShape", "UserStrides", "float64", "float32", "int64", "DTYPES", "as_dtype", "result_dtype",
+           "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
            "SimpleBackend", "backend",
            "History", "Tensor", "tensor", "zeros", "ones", "rand",
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
-           "View", "Copy", "GetItem", "Sum", "All", "MatMul", "grad_check",
+           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "grad_check",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",

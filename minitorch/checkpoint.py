@@ -68,9 +68,9 @@ def value_array(name: str, value: Any) -> np.ndarray:
 
 
 def value_like(current: Any, array: np.ndarray) -> Any:
-    "`array` as the kind of value `current` is: a tensor on its backend, a Scalar, or the array itself."
+    "`array` as the kind of value `current` is: a tensor on its backend and in its dtype, a Scalar, or the array itself."
     if isinstance(current, Tensor):
-        return tensor(array, backend=current.backend)
+        return tensor(array, backend=current.backend, dtype=current.dtype)
     if isinstance(current, Scalar) and array.shape == ():
         return Scalar(float(array))
     return array

@@ -40,8 +40,9 @@ def as_array(a: Tensor) -> np.ndarray:
 
 
 def from_array(values: np.ndarray, like: Tensor) -> Tensor:
-    "A tensor over the row-major array `values` (no copy), on the backend of `like`."
-    return Tensor(TensorData(np.ascontiguousarray(values).ravel(), values.shape), backend=like.backend)
+    "A tensor over the row-major array `values` (no copy if it is in `like`'s dtype), on the backend of `like`."
+    storage = np.ascontiguousarray(values, dtype=like.dtype).ravel()
+    return Tensor(TensorData(storage, values.shape), backend=like.backend)
 
 # %% ../nbs/40_conv.ipynb #24633d44
 @njit(parallel=True, cache=True)

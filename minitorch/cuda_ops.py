@@ -9,9 +9,9 @@ __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_
            'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
            'share_simulated_shared_arrays', 'require_cuda', 'map_launch', 'Transfers', 'record_transfer',
            'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array',
-           'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'launch',
-           'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch', 'cuda_matrix_multiply',
-           'CudaOps', 'LazyBackend']
+           'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments',
+           'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch',
+           'cuda_matrix_multiply', 'CudaOps', 'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -20,7 +20,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numba
 import numpy as np
@@ -374,7 +374,20 @@ def kernel_arguments(data: TensorData) -> tuple[Any, Any, Any]:
     return kernel_array(on_device(data)), device_layout(data.shape), device_layout(data.strides)
 
 
-def launch(kernel: CudaKernel, grid: tuple[Any, Any], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
+class KernelPerDtype:
+    "Kernels that `make(dtype)` compiles for each output dtype at first use (shared memory holds that type)."
+
+    def __init__(self, make: Callable[[np.dtype], CudaKernel]):
+        self.make, self.kernels = make, {}
+
+    def __getitem__(self, dtype: np.dtype) -> CudaKernel:
+        if dtype not in self.kernels:
+            self.kernels[dtype] = self.make(dtype)
+        return self.kernels[dtype]
+
+
+def launch(kernel: CudaKernel | KernelPerDtype, grid: tuple[Any, Any], datas: tuple[TensorData, ...],
+           arguments: tuple = ()) -> None:
     "Run `kernel[grid]` on the GPU arrays of `datas` (output first, then `arguments`); the output stays on the GPU."
     too_deep = [data.shape for data in datas if data.dims > MAX_DIMS]
     if too_deep:
@@ -384,6 +397,8 @@ def launch(kernel: CudaKernel, grid: tuple[Any, Any], datas: tuple[TensorData, .
                         f"stored on the host: make it on the CUDA backend")
     if datas[0].size == 0:
         return
+    if isinstance(kernel, KernelPerDtype):
+        kernel = kernel[datas[0].dtype]
     arrays = [array for data in datas for array in kernel_arguments(data)]
     with quick_thread_switches():
         kernel[grid](*arrays, *arguments)
@@ -446,14 +461,15 @@ def reduce_launch(out_size: int, length: int) -> tuple[int, tuple[int, int]]:
     return min(math.ceil(out_size / slots), MAX_BLOCKS), (lanes, slots)
 
 
-def cuda_reduce(fn: Any, start: float) -> CudaKernel:
-    "A kernel folding dim `reduce_dim` of the input with `fn` from the identity `start`; launch with `reduce_launch`."
+def cuda_reduce(fn: Any, start: float, dtype: np.dtype = float64) -> CudaKernel:
+    "A kernel folding dim `reduce_dim` of the input with `fn` from the identity `start`, for an output of `dtype`."
     device_fn = cuda.jit(device=True)(fn)
+    start, partial_type = fill_value(start, dtype), numba.from_dtype(dtype)  # an int64 sum stays exact
 
     @cuda.jit
     def reduce_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
                       in_storage: Storage, in_shape: Shape, in_strides: Strides, reduce_dim: int) -> None:
-        partials = cuda.shared.array(REDUCE_THREADS, numba.float64)
+        partials = cuda.shared.array(REDUCE_THREADS, partial_type)
         # BEGIN SOLUTION 3.5
         index = cuda.local.array(MAX_DIMS, numba.int64)[:len(out_shape)]
         lane, slot, lanes, slots = cuda.threadIdx.x, cuda.threadIdx.y, cuda.blockDim.x, cuda.blockDim.y
@@ -542,9 +558,9 @@ class CudaOps(KernelOps):
         return cuda_zip(fn)
 
     @staticmethod
-    def reduce_kernel(fn: Any, start: float) -> CudaKernel:
+    def reduce_kernel(fn: Any, start: float) -> KernelPerDtype:
         require_cuda()
-        return cuda_reduce(fn, start)
+        return KernelPerDtype(lambda dtype: cuda_reduce(fn, start, dtype))
 
     matrix_multiply_kernel = cuda_matrix_multiply
     elementwise_grid = staticmethod(map_launch)

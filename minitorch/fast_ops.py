@@ -327,7 +327,7 @@ def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[S
     if b_strides[2] == 1:
         return b_storage, b_strides[0], b_strides[1]
     depth, cols = b_shape[1], b_shape[2]
-    copy = np.empty(b_shape[0] * depth * cols)
+    copy = np.empty(b_shape[0] * depth * cols, b_storage.dtype)
     for batch in range(b_shape[0]):
         for step in range(depth):
             position = batch * b_strides[0] + step * b_strides[1]
@@ -364,7 +364,7 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
         end_row = min(first_row + PANEL_ROWS, rows)
         a_start = batch * a_strides[0] if a_shape[0] > 1 else 0
         b_start = batch * b_batch_step if b_shape[0] > 1 else 0
-        totals = np.empty((MICRO_ROWS, COLUMN_BLOCK + TOTALS_PAD))
+        totals = np.empty((MICRO_ROWS, COLUMN_BLOCK + TOTALS_PAD), out_storage.dtype)  # float32 sums: 8 per SIMD op
         for first_col in range(0, cols, COLUMN_BLOCK):
             block_cols = min(COLUMN_BLOCK, cols - first_col)
             for first_step in range(0, depth, DEPTH_BLOCK):

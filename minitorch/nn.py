@@ -280,7 +280,7 @@ def dropout(input: Tensor, rate: float, ignore: bool = False, rng: int | np.rand
         return input * cuda_dropout_mask(input, rate, generator)
     # BEGIN SOLUTION 4.4
     keep = generator.random(input.shape) >= rate
-    return input * tensor(keep / (1.0 - rate), backend=input.backend)
+    return input * tensor(keep / (1.0 - rate), backend=input.backend, dtype=input.dtype)
     # END SOLUTION
 
 # %% ../nbs/41_nn.ipynb #33387fe0
@@ -331,7 +331,7 @@ def nll_loss(log_probs: Tensor, labels: Sequence[int] | np.ndarray | Tensor) -> 
         raise ValueError(f"nll_loss takes (N, C) log-probabilities, got shape {log_probs.shape}")
     indices = class_labels(labels, *log_probs.shape)
     # BEGIN SOLUTION 4.4
-    one_hot = tensor(np.eye(log_probs.shape[1])[indices], backend=log_probs.backend)
+    one_hot = tensor(np.eye(log_probs.shape[1])[indices], backend=log_probs.backend, dtype=log_probs.dtype)
     return -(log_probs * one_hot).sum(1).mean()
     # END SOLUTION
 

@@ -116,10 +116,12 @@ def simple_matrix_multiply(out_storage: Storage, out_shape: Shape, out_strides: 
 
 # %% ../nbs/21_tensor_ops.ipynb #bffc1385
 def fill_value(value: float, dtype: np.dtype) -> float | int:
-    "`value` as `dtype` can hold it: an integer dtype holds -inf and inf (reductions start there) as its extremes."
-    if is_floating(dtype) or not math.isinf(value):
+    "`value` as `dtype` holds it: an int for an integer dtype, with -inf and inf (reductions start there) its extremes."
+    if is_floating(dtype):
         return value
-    return int(np.iinfo(dtype).min if value < 0 else np.iinfo(dtype).max)
+    if math.isinf(value):
+        return int(np.iinfo(dtype).min if value < 0 else np.iinfo(dtype).max)
+    return int(value)
 
 
 class HostStorage:

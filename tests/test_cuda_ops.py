@@ -303,18 +303,24 @@ def test_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(monk
 
     def recording_launch(kernel, grid, datas, arguments=()):
         arrays = [array.copy_to_host() for data in datas for array in cuda_ops.kernel_arguments(data)]
-        launches.append((kernel, [*arrays, *arguments]))
+        chosen = kernel[datas[0].dtype] if isinstance(kernel, cuda_ops.KernelPerDtype) else kernel
+        launches.append((chosen, datas[0].dtype, [*arrays, *arguments]))
         original(kernel, grid, datas, arguments)
 
     monkeypatch.setattr(CudaOps, "launch", staticmethod(recording_launch))
     backend = TensorBackend(CudaOps)
-    x = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
-    (x.permute(1, 0) @ x).sum(0).sigmoid() + x
-    launched = {kernel.py_func.__name__ for kernel, _ in launches}
+    for dtype in cuda_compile.STORAGE_DTYPES:
+        x = tensor(np.arange(6.0).reshape(2, 3), backend=backend, dtype=dtype)
+        (x.permute(1, 0) @ x).sum(0).sigmoid() + x
+    launched = {kernel.py_func.__name__ for kernel, _, _ in launches}
     assert launched == {"cuda_matrix_multiply", "reduce_kernel", "map_kernel", "zip_kernel"}
-    for kernel, values in launches:
-        signature = cuda_compile.launch_signature(kernel.py_func)
-        assert [numba.typeof(value) for value in values] == list(signature), kernel.py_func.__name__
+    assert {dtype for _, dtype, _ in launches} == set(cuda_compile.STORAGE_DTYPES)
+    for kernel, dtype, values in launches:
+        signature = cuda_compile.launch_signature(kernel.py_func, dtype)
+        assert [numba.typeof(value) for value in values] == list(signature), (kernel.py_func.__name__, dtype)
+    compiled = cuda_compile.backend_kernels(backend, type(cuda_ops.cuda_matrix_multiply), cuda_ops.KernelPerDtype)
+    assert {"sigmoid_map:map_kernel float32", "add_reduce:reduce_kernel float32",
+            "add_reduce:reduce_kernel float64"} <= set(compiled)
 
 
 def test_gradients_flow_between_backends_with_broadcasting():

@@ -3,10 +3,11 @@
 Run in the separate environment `.venv-cuda` (numba-cuda and its CUDA 12 wheels) with the simulator off.
 Kernels are found, not listed: every kernel object at module level in a `minitorch` module, and every
 kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
-build, one per float function). Each is compiled with the signature it is launched with, read from its
-annotations (`Storage` is a contiguous float64 array, `Shape`/`Strides` contiguous int64 arrays, `int`
-an int64, `float` a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code
-with `ptxas` from the same wheels (which reports each kernel's registers). Exit status 1 on any error.
+build, one per float function, and for the reduce kernels one per dtype). Each is compiled with the
+signatures it is launched with, read from its annotations (`Storage` is a contiguous array of the tensors'
+dtype, once float64 and once float32; `Shape`/`Strides` contiguous int64 arrays, `int` an int64, `float`
+a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code with `ptxas` from the
+same wheels (which reports each kernel's registers). Exit status 1 on any error.
 """
 import importlib
 import importlib.metadata
@@ -35,7 +36,9 @@ ANNOTATION_TYPES = {
     int: numba.int64,
     float: numba.float64,
 }
-"The numba type a kernel argument with this annotation is launched with."
+"The numba type a kernel argument with this annotation is launched with (a `Storage` in float64; see `STORAGE_DTYPES`)."
+STORAGE_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+"The dtypes of tensor storages every kernel is compiled for."
 REGISTERS_PER_BLOCK = 64 * 1024
 "32-bit registers one block may use on every architecture above."
 REGISTER_GRANULE = 8
@@ -44,15 +47,16 @@ WARP = 32
 "Threads per warp."
 
 
-def launch_signature(py_func: Callable) -> tuple[Any, ...]:
-    "The argument types `py_func` is launched with, from its annotations (a ValueError for one without)."
+def launch_signature(py_func: Callable, storage: np.dtype = STORAGE_DTYPES[0]) -> tuple[Any, ...]:
+    "The argument types `py_func` is launched with for tensors of dtype `storage`, from its annotations."
     hints = typing.get_type_hints(py_func)
     names = py_func.__code__.co_varnames[:py_func.__code__.co_argcount]
     unknown = [name for name in names if hints.get(name) not in ANNOTATION_TYPES]
     if unknown:
         raise ValueError(f"kernel {py_func.__qualname__}: arguments {unknown} have no annotation among "
                          f"Storage, Shape, Strides, int, float, so their launch type is unknown")
-    return tuple(ANNOTATION_TYPES[hints[name]] for name in names)
+    types_by_hint = {**ANNOTATION_TYPES, npt.NDArray[np.float64]: numba.from_dtype(storage)[::1]}
+    return tuple(types_by_hint[hints[name]] for name in names)
 
 
 def is_kernel(value: Any, kernel_type: type) -> bool:
@@ -60,25 +64,40 @@ def is_kernel(value: Any, kernel_type: type) -> bool:
     return isinstance(value, kernel_type) and not getattr(value, "targetoptions", {}).get("device", False)
 
 
-def module_kernels(package: types.ModuleType, kernel_type: type) -> dict[str, Any]:
-    "Every kernel bound to a name at module level in `package`'s modules, by `module.name`."
+Compilation = tuple[Any, np.dtype]
+"A kernel and the dtype of the tensor storages it is compiled for."
+
+
+def module_kernels(package: types.ModuleType, kernel_type: type) -> dict[str, Compilation]:
+    "Every kernel bound to a name at module level in `package`'s modules, by `module.name dtype`, for each dtype."
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for name, value in vars(module).items():
             if is_kernel(value, kernel_type) and value.py_func.__module__ == module.__name__:
-                found[f"{info.name}.{name}"] = value
+                found.update({f"{info.name}.{name} {dtype.name}": (value, dtype) for dtype in STORAGE_DTYPES})
     return found
 
 
-def backend_kernels(backend: Any, kernel_type: type) -> dict[str, Any]:
-    "Every kernel held in the closure of one of `backend`'s functions, by `attribute:kernel name`."
-    found = {}
-    for attribute, value in vars(backend).items():
-        for cell in getattr(value, "__closure__", None) or ():
-            if is_kernel(cell.cell_contents, kernel_type):
-                found[f"{attribute}:{cell.cell_contents.py_func.__name__}"] = cell.cell_contents
+def held_kernels(function: Any, kernel_type: type, per_dtype_type: type, depth: int = 3) -> list[Compilation]:
+    "The kernels in `function`'s closure or in the closures of the functions it holds, for each storage dtype."
+    found = []
+    for cell in getattr(function, "__closure__", None) or ():
+        value = cell.cell_contents
+        if is_kernel(value, kernel_type):
+            found += [(value, dtype) for dtype in STORAGE_DTYPES]
+        elif isinstance(value, per_dtype_type):  # one kernel per dtype, made on request
+            found += [(value[dtype], dtype) for dtype in STORAGE_DTYPES]
+        elif depth and callable(value):
+            found += held_kernels(value, kernel_type, per_dtype_type, depth - 1)
     return found
+
+
+def backend_kernels(backend: Any, kernel_type: type, per_dtype_type: type) -> dict[str, Compilation]:
+    "Every kernel held by one of `backend`'s functions, by `attribute:kernel name dtype`."
+    return {f"{attribute}:{kernel.py_func.__name__} {dtype.name}": (kernel, dtype)
+            for attribute, value in vars(backend).items()
+            for kernel, dtype in held_kernels(value, kernel_type, per_dtype_type)}
 
 
 def ptxas_path() -> str | None:
@@ -119,9 +138,9 @@ def compiling_for(architecture: tuple[int, int]) -> Iterator[None]:
         dispatcher_module.get_current_device = original
 
 
-def device_functions(kernels: dict[str, Any], kernel_type: type) -> list[Any]:
+def device_functions(kernels: dict[str, Compilation], kernel_type: type) -> list[Any]:
     "The device functions the kernels call (by global name or from their closure), and those these call."
-    found, pending = {}, [kernel.py_func for kernel in kernels.values()]
+    found, pending = {}, [kernel.py_func for kernel, _ in kernels.values()]
     while pending:
         py_func = pending.pop()
         referenced = [py_func.__globals__.get(name) for name in py_func.__code__.co_names]
@@ -133,7 +152,7 @@ def device_functions(kernels: dict[str, Any], kernel_type: type) -> list[Any]:
     return list(found.values())
 
 
-def compile_all(kernels: dict[str, Any], devices: list[Any], ptxas: str | None) -> list[str]:
+def compile_all(kernels: dict[str, Compilation], devices: list[Any], ptxas: str | None) -> list[str]:
     "Compile (and assemble, with ptxas) each kernel for each architecture, one line per pair; the failures."
     from numba import cuda
     failures = []
@@ -143,10 +162,10 @@ def compile_all(kernels: dict[str, Any], devices: list[Any], ptxas: str | None) 
         for device_function in devices:
             device_function.overloads.clear()  # compile them again, for this architecture
         with compiling_for(architecture):
-            for name, kernel in kernels.items():
+            for name, (kernel, dtype) in kernels.items():
                 started = time.perf_counter()
                 try:
-                    signature = launch_signature(kernel.py_func)
+                    signature = launch_signature(kernel.py_func, dtype)
                     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=architecture)
                     assembled = ""
                     if ptxas:
@@ -174,17 +193,17 @@ def main() -> int:
     from minitorch import cuda_ops
     cuda_ops.require_cuda = lambda: None  # building the backend needs no GPU: nothing is launched here
     kernels = module_kernels(minitorch, CUDADispatcher)
-    kernels.update(backend_kernels(minitorch.TensorBackend(minitorch.CudaOps), CUDADispatcher))
+    kernels.update(backend_kernels(minitorch.TensorBackend(minitorch.CudaOps), CUDADispatcher, cuda_ops.KernelPerDtype))
     devices = device_functions(kernels, CUDADispatcher)
     ptxas = ptxas_path()
-    print(f"cuda-compile: {len(kernels)} kernels (calling {len(devices)} device functions) x "
+    print(f"cuda-compile: {len(kernels)} kernels, one per storage dtype (calling {len(devices)} device functions) x "
           f"{len(ARCHITECTURES)} architectures, numba-cuda {importlib.metadata.version('numba-cuda')}, "
           f"{'assembled with ' + ptxas if ptxas else 'PTX only (ptxas not found)'}", flush=True)
     failures = compile_all(kernels, devices, ptxas)
     elapsed = time.perf_counter() - started
     compiled = len(kernels) * len(ARCHITECTURES) - len(failures)
     print(f"cuda-compile: {compiled} of {len(kernels) * len(ARCHITECTURES)} compiled "
-          f"({len(kernels)} kernels, {', '.join(f'sm_{major}{minor}' for major, minor in ARCHITECTURES)}) "
+          f"({len(kernels)} kernel-dtype pairs, {', '.join(f'sm_{major}{minor}' for major, minor in ARCHITECTURES)}) "
           f"in {elapsed:.1f} s")
     for failure in failures:
         print(f"  failed: {failure}")

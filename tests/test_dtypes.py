@@ -1,0 +1,265 @@
+"""Dtypes on every backend: float64 (the default), float32 and int64 tensors, made, computed, promoted and
+differentiated as PyTorch does (values against NumPy and PyTorch, property-based over shapes and strided layouts)."""
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tensor_strategies import broadcast_shapes, shapes, tensor_data
+
+import minitorch
+from minitorch import Tensor, TensorData, float32, float64, int64, nn, ones, rand, tensor, zeros
+
+try:
+    import torch
+except ImportError:  # the parity tests skip; the others run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install -e '.[torch]')")
+with_backends = pytest.mark.parametrize("backend", BACKENDS)
+float_dtypes = pytest.mark.parametrize("dtype", [float32, float64], ids=["float32", "float64"])
+TORCH_DTYPES = {"float32": "float32", "float64": "float64", "int64": "int64"}
+small = st.floats(min_value=-3, max_value=3, allow_nan=False, width=32)
+
+
+def torch_dtype(dtype: np.dtype):
+    "PyTorch's dtype of the same name."
+    return getattr(torch, TORCH_DTYPES[dtype.name])
+
+
+def strided(draw, backend, dtype: np.dtype, shape=None, elements=small) -> Tensor:
+    "A tensor of `dtype` on `backend` over a randomly permuted layout (a non-contiguous view, usually)."
+    data = draw(tensor_data(shape, elements))
+    storage = data._storage.astype(dtype)
+    return Tensor(TensorData(storage, data.shape, data.strides), backend=backend)
+
+
+def tolerance(dtype: np.dtype) -> dict:
+    "Tolerances for comparing results of `dtype` computed in another order or precision."
+    return dict(rtol=1e-5, atol=1e-5) if dtype == float32 else dict(rtol=1e-10, atol=1e-10)
+
+
+# --- names, constructors, errors ------------------------------------------------------------------------
+def test_dtype_names_are_numpy_dtypes_with_pytorch_names():
+    assert (minitorch.float32, minitorch.float64, minitorch.int64) == (np.dtype("float32"), np.dtype("float64"),
+                                                                          np.dtype("int64"))
+    assert minitorch.DTYPES == (float64, float32, int64)
+    assert minitorch.as_dtype("float32") is float32 and minitorch.as_dtype(np.int64) is int64
+
+
+@pytest.mark.parametrize("bad", ["float16", "complex64", None, "tensor", 3.5, np.bool_])
+def test_a_dtype_that_does_not_exist_is_refused_with_the_choices(bad):
+    with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64"):
+        zeros(2, dtype=bad)
+    with pytest.raises(TypeError, match="is not a tensor dtype"):
+        tensor([1.0]).to(bad)
+
+
+@with_backends
+@pytest.mark.parametrize("dtype", [float32, float64, int64], ids=["float32", "float64", "int64"])
+def test_constructors_make_the_dtype_asked_for(backend, dtype):
+    made = [tensor([[1, 2], [3, 4]], backend=backend, dtype=dtype), zeros((2, 2), backend=backend, dtype=dtype),
+            ones((2, 2), backend=backend, dtype=dtype), tensor(np.arange(4).reshape(2, 2), backend=backend, dtype=dtype)]
+    for made_tensor in made:
+        assert made_tensor.dtype == dtype and made_tensor.to_numpy().dtype == dtype
+        assert made_tensor.zeros().dtype == dtype and made_tensor.zeros((3,)).dtype == dtype
+    assert type(made[0][1, 1]) is (int if dtype == int64 else float) and made[0][1, 1] == 4
+    assert made[2].sum().item() == 4
+
+
+@with_backends
+def test_default_dtype_is_float64_and_float_arrays_keep_theirs(backend):
+    assert tensor([1, 2], backend=backend).dtype == float64 and zeros(2, backend=backend).dtype == float64
+    assert tensor(np.arange(3), backend=backend).dtype == float64  # ints compute as the default float
+    assert tensor(np.ones(3, np.float32), backend=backend).dtype == float32
+    assert rand(3, backend=backend, dtype=float32, seed=1).dtype == float32
+    assert "dtype=float32" in repr(zeros(2, dtype=float32)) and "dtype" not in repr(zeros(2))
+    assert "dtype=int64" in repr(tensor([3, 4], dtype=int64)) and "[3, 4]" in repr(tensor([3, 4], dtype=int64))
+
+
+def test_integer_tensors_refuse_gradients_and_random_values():
+    with pytest.raises(TypeError, match="only float tensors can require gradients, this one is int64"):
+        tensor([1, 2], dtype=int64, requires_grad=True)
+    with pytest.raises(TypeError, match="rand draws fractions"):
+        rand(3, dtype=int64)
+
+
+# --- elementwise functions and promotion against PyTorch ------------------------------------------------
+UNARY = {"neg": lambda t: -t, "sigmoid": lambda t: t.sigmoid(), "relu": lambda t: t.relu(),
+         "exp": lambda t: t.exp(), "log": lambda t: (t * t + 0.5).log(), "inv": lambda t: 1.0 / (t * t + 0.5)}
+
+
+@needs_torch
+@with_backends
+@float_dtypes
+@pytest.mark.parametrize("name", UNARY)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_elementwise_functions_match_torch_in_values_gradients_and_dtype(backend, dtype, name, data):
+    x = strided(data.draw, backend, dtype).requires_grad_()
+    ours = UNARY[name](x)
+    ours.sum().backward()
+    reference = torch.tensor(x.to_numpy(), requires_grad=True)
+    expected = UNARY[name](reference)
+    expected.sum().backward()
+    assert ours.dtype == dtype and x.grad.dtype == dtype and expected.dtype == torch_dtype(dtype)
+    np.testing.assert_allclose(ours.to_numpy(), expected.detach().numpy(), **tolerance(dtype))
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy(), **tolerance(dtype))
+
+
+pairs = st.sampled_from([(float32, float32), (float32, float64), (float64, float32), (int64, float32),
+                         (float32, int64), (int64, float64), (int64, int64)])
+
+
+@needs_torch
+@with_backends
+@settings(max_examples=20)
+@given(data=st.data(), dtypes=pairs, shape_pair=broadcast_shapes())
+def test_binary_operations_promote_as_torch(backend, data, dtypes, shape_pair):
+    integers = st.integers(min_value=-5, max_value=5).map(float)
+    a, b = (strided(data.draw, backend, dtype, shape, integers if dtype == int64 else small)
+            for dtype, shape in zip(dtypes, shape_pair))
+    torch_a, torch_b = torch.tensor(a.to_numpy()), torch.tensor(b.to_numpy())
+    for ours, expected in ((a + b, torch_a + torch_b), (a * b, torch_a * torch_b), (a - b, torch_a - torch_b)):
+        assert ours.dtype.name == str(expected.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal((a < b).to_numpy(), (torch_a < torch_b).numpy())
+    np.testing.assert_array_equal((a == b).to_numpy(), (torch_a == torch_b).numpy())
+
+
+@with_backends
+def test_a_number_takes_the_tensors_dtype(backend):
+    x, ids = tensor([1.5, 2.5], backend=backend, dtype=float32), tensor([2, 3], backend=backend, dtype=int64)
+    assert (x * 0.5).dtype == float32 and (2.0 - x).dtype == float32 and (x / 3).dtype == float32
+    assert (ids + 1).dtype == int64 and (ids * 2).to_numpy().tolist() == [4, 6]
+    assert (ids * 0.5).dtype == float64 and (ids * 0.5).to_numpy().tolist() == [1.0, 1.5]
+    assert ids.exp().dtype == float64 and ids.sigmoid().dtype == float64 and (1 / ids).dtype == float64
+    assert (-ids).dtype == int64 and ids.relu().dtype == int64
+
+
+@with_backends
+def test_int64_arithmetic_is_exact_beyond_float64s_53_bits(backend):
+    big = tensor([2 ** 53 + 1, -(2 ** 60)], backend=backend, dtype=int64)
+    assert (big + 1).to_numpy().tolist() == [2 ** 53 + 2, -(2 ** 60) + 1]
+    assert (big * tensor([1], backend=backend, dtype=int64)).to_numpy().tolist() == [2 ** 53 + 1, -(2 ** 60)]
+    assert big.sum().item() == 2 ** 53 + 1 - 2 ** 60 and type(big.sum().item()) is int
+    assert nn.max(big, 0).item() == 2 ** 53 + 1
+
+
+@with_backends
+@float_dtypes
+def test_nan_and_inf_survive_in_float32_too(backend, dtype):
+    x = tensor([float("nan"), float("inf"), -float("inf"), 1.0], backend=backend, dtype=dtype)
+    assert np.isnan(x.relu().to_numpy()[0]) and x.relu().to_numpy()[1] == np.inf
+    assert np.isnan(nn.max(x, 0).item()) and x.exp().to_numpy()[2] == 0.0 and x.dtype == dtype
+
+
+@with_backends
+@float_dtypes
+def test_empty_tensors_of_each_dtype(backend, dtype):
+    empty = zeros((0, 3), backend=backend, dtype=dtype)
+    assert (empty + 1).dtype == dtype and (empty + 1).shape == (0, 3) and empty.sum(0).to_numpy().tolist() == [[0, 0, 0]]
+
+
+# --- reductions and matrix products ---------------------------------------------------------------------
+@needs_torch
+@with_backends
+@float_dtypes
+@settings(max_examples=15)
+@given(data=st.data())
+def test_reductions_match_torch(backend, dtype, data):
+    x = strided(data.draw, backend, dtype)
+    dim = data.draw(st.integers(min_value=0, max_value=x.dims - 1))
+    reference = torch.tensor(x.to_numpy())
+    for ours, expected in ((x.sum(dim), reference.sum(dim, keepdim=True)),
+                           (x.mean(dim), reference.mean(dim, keepdim=True)),
+                           (nn.max(x, dim), reference.max(dim, keepdim=True).values)):
+        assert ours.dtype == dtype
+        np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), **tolerance(dtype))
+
+
+@st.composite
+def matmul_layouts(draw, backend, dtype):
+    "`a` and `b` of `dtype` with matching inner dims, 2-D or batched, in random (transposed) layouts."
+    batch, rows, inner, cols = (draw(st.integers(1, 4)) for _ in range(4))
+    prefix = (batch,) if draw(st.booleans()) else ()
+    return (strided(draw, backend, dtype, prefix + (rows, inner)), strided(draw, backend, dtype, prefix + (inner, cols)))
+
+
+@with_backends
+@float_dtypes
+@settings(max_examples=15)
+@given(data=st.data())
+def test_matrix_products_in_each_float_dtype_match_numpy(backend, dtype, data):
+    a, b = data.draw(matmul_layouts(backend, dtype))
+    product = a @ b
+    assert product.dtype == dtype
+    np.testing.assert_allclose(product.to_numpy(), a.to_numpy() @ b.to_numpy(), **tolerance(dtype))
+
+
+@pytest.mark.parametrize("backend", [BACKENDS[1]])
+def test_float32_products_of_layer_size_on_the_fast_backend(backend):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 300)).astype(np.float32), rng.standard_normal((300, 260)).astype(np.float32)
+    product = tensor(a, backend=backend) @ tensor(b, backend=backend).permute(1, 0).contiguous().permute(1, 0)
+    assert product.dtype == float32
+    np.testing.assert_allclose(product.to_numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@with_backends
+def test_a_product_of_two_dtypes_is_refused_as_in_pytorch(backend):
+    with pytest.raises(TypeError, match="cannot multiply a float32 tensor by a float64 tensor"):
+        zeros((2, 2), backend=backend, dtype=float32) @ zeros((2, 2), backend=backend)
+
+
+# --- gradients and conversions ---------------------------------------------------------------------------
+@with_backends
+def test_each_gradient_arrives_in_its_inputs_dtype(backend):
+    single = tensor([[1.0, 2.0]], backend=backend, dtype=float32, requires_grad=True)
+    double = tensor([[3.0], [4.0]], backend=backend, requires_grad=True)
+    (single * double).sum().backward()  # a float64 computation
+    assert single.grad.dtype == float32 and double.grad.dtype == float64
+    np.testing.assert_array_equal(single.grad.to_numpy(), [[7.0, 7.0]])
+    np.testing.assert_array_equal(double.grad.to_numpy(), [[3.0], [3.0]])
+
+
+@with_backends
+def test_conversions_copy_and_differentiate(backend):
+    x = tensor([[1.7, -2.7]], backend=backend, requires_grad=True)
+    assert x.to(float64) is x and x.double() is x
+    assert x.long().to_numpy().tolist() == [[1, -2]] and x.long().dtype == int64
+    (x.float() * 2.0).sum().backward()
+    assert x.grad.dtype == float64 and x.grad.to_numpy().tolist() == [[2.0, 2.0]]
+    view = x.detach()[:, 1:]
+    assert view.float().to_numpy().tolist() == [[np.float32(-2.7)]]
+
+
+@needs_torch
+@with_backends
+def test_float32_layers_compute_in_float32_as_torch(backend):
+    rng = np.random.default_rng(1)
+    images = rng.standard_normal((2, 1, 6, 6)).astype(np.float32)
+    weight = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    x = tensor(images, backend=backend, requires_grad=True)
+    w = tensor(weight, backend=backend, requires_grad=True)
+    out = nn.maxpool2d(minitorch.conv2d(x, w).relu(), 2)
+    out.sum().backward()
+    torch_x, torch_w = torch.tensor(images, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    expected = torch.nn.functional.max_pool2d(torch.nn.functional.conv2d(torch_x, torch_w).relu(), 2)
+    expected.sum().backward()
+    assert out.dtype == float32 and x.grad.dtype == float32 and w.grad.dtype == float32
+    np.testing.assert_allclose(out.to_numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w.grad.to_numpy(), torch_w.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert nn.dropout(out, 0.5, rng=0).dtype == float32
+    assert nn.cross_entropy(out.view(2, 12), [1, 0]).dtype == float32
+
+
+def test_a_checkpoint_loads_into_each_parameters_dtype(tmp_path):
+    layer = nn.Linear(3, 2)
+    layer.weight.update(layer.weight.value.float().detach().requires_grad_())
+    minitorch.save_checkpoint(layer, tmp_path / "layer.npz")
+    fresh = nn.Linear(3, 2)
+    fresh.weight.update(fresh.weight.value.float().detach().requires_grad_())
+    minitorch.load_checkpoint(tmp_path / "layer.npz", fresh)
+    assert fresh.weight.value.dtype == float32 and fresh.bias.value.dtype == float64
+    np.testing.assert_array_equal(fresh.weight.value.to_numpy(), layer.weight.value.to_numpy())
