@@ -15,7 +15,7 @@ import numpy as np
 
 from .autodiff import Context
 from .tensor import Tensor, tensor
-from .tensor_data import IndexingError, index_view, shape_broadcast
+from .tensor_data import IndexingError, index_view, result_dtype, shape_broadcast
 from .tensor_functions import Function
 from .tensor_ops import TensorBackend
 
@@ -166,9 +166,11 @@ def pickers(backend: TensorBackend) -> tuple[Callable[[Tensor, Tensor], Tensor],
 
 
 def select(condition: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    "`a` where `condition` is non-zero, else `b` (broadcast): picked, not blended (no history)."
+    "`a` where `condition` is non-zero, else `b` (broadcast): picked, not blended (no history), in their dtype."
     if_nonzero, if_zero = pickers(condition.backend)
-    return condition.backend.add_zip(if_nonzero(condition, a), if_zero(condition, b))
+    picked = condition.backend.add_zip(if_nonzero(condition, a), if_zero(condition, b))
+    dtype = result_dtype(a.dtype, b.dtype)  # the condition only chooses: its dtype does not promote
+    return picked if picked.dtype == dtype else condition.backend.id_map(picked, picked.zeros(dtype=dtype))
 
 # %% ../nbs/25_tensor_indexing.ipynb #7ab4a0c0
 class Where(Function):
@@ -190,9 +192,10 @@ class Where(Function):
 def where(condition: Tensor, a: Tensor | float, b: Tensor | float) -> Tensor:
     "`a` where `condition` is non-zero, else `b`, broadcasting all three (as `torch.where`); `a`, `b` may be floats."
     checked_tensors([condition], "where", ["condition"])
-    operands = checked_tensors([condition, condition._operand(a), condition._operand(b)], "where",
-                               ["condition", "a", "b"])
-    return Where.apply(*operands)
+    given = {name: value for name, value in (("a", a), ("b", b)) if isinstance(value, Tensor)}
+    checked_tensors([condition, *given.values()], "where", ["condition", *given])
+    like = next(iter(given.values()), condition)  # a number takes the dtype of a tensor beside it
+    return Where.apply(condition, like._operand(a), like._operand(b))
 
 
 def masked_fill(self: Tensor, mask: Tensor, value: float) -> Tensor:
@@ -202,7 +205,7 @@ def masked_fill(self: Tensor, mask: Tensor, value: float) -> Tensor:
         raise TypeError(f"masked_fill: the value must be a number, got {type(value).__name__}")
     if shape_broadcast(self.shape, mask.shape) != self.shape:
         raise IndexingError(f"masked_fill: a mask of shape {mask.shape} does not broadcast to the tensor's shape {self.shape}")
-    return where(mask, float(value), self)
+    return where(mask, value, self).to(self.dtype)  # as in PyTorch, the value is stored in the tensor's dtype
 
 
 Tensor.masked_fill = masked_fill

@@ -263,3 +263,15 @@ def test_a_checkpoint_loads_into_each_parameters_dtype(tmp_path):
     minitorch.load_checkpoint(tmp_path / "layer.npz", fresh)
     assert fresh.weight.value.dtype == float32 and fresh.bias.value.dtype == float64
     np.testing.assert_array_equal(fresh.weight.value.to_numpy(), layer.weight.value.to_numpy())
+
+
+@with_backends
+def test_selection_and_joining_keep_the_values_dtype_as_torch(backend):
+    mask = tensor([1.0, 0.0, 1.0], backend=backend)  # a float64 condition does not promote
+    single, ids = ones(3, backend=backend, dtype=float32), tensor([4, 5, 6], backend=backend, dtype=int64)
+    assert minitorch.where(mask, single, ids).dtype == float32
+    assert minitorch.where(mask, 2.5, single).dtype == float32 and minitorch.where(mask, ids, 7).dtype == int64
+    assert single.masked_fill(mask, float("-inf")).dtype == float32
+    assert ids.masked_fill(mask, 1.5).to_numpy().tolist() == [1, 5, 1]  # stored in the tensor's dtype
+    assert minitorch.cat([single, ids]).dtype == float32 and minitorch.stack([ids, ids]).dtype == int64
+    assert minitorch.tril(ones((3, 3), backend=backend, dtype=float32)).dtype == float32

@@ -9,7 +9,8 @@ spread (the interquartile range as a percentage of the median), the speed ratio 
 for elementwise work and reductions, images/s for training), and the bar that issue 11 sets for the row.
 
 Before and after the rows it prints the machine, the threads each library uses and the load average; a
-WARNING says when the machine was not idle, because such figures must not be quoted. All tensors are float64.
+WARNING says when the machine was not idle, because such figures must not be quoted. Tensors are float64 except in
+the rows named float32.
 
     python tools/bench/benchmark.py                    # every row, a few minutes
     python tools/bench/benchmark.py --quick            # fewer and shorter samples
@@ -254,45 +255,62 @@ def fast_tensor(values: np.ndarray, backend_name: str = "FastBackend", requires_
 
 
 def matmul_row(a_shape: tuple[int, ...], b_shape: tuple[int, ...], permuted: str = "",
-               backend_name: str = "FastBackend", bar: float = 0.3) -> Callable[[], Row]:
-    """A product of operands of `a_shape` and `b_shape`; `permuted` ("a" or "b") names an operand given as a
-    transposed view (`permute`) of a contiguous tensor, as a backward pass produces them."""
+               backend_name: str = "FastBackend", bar: float | None = 0.3, dtype: str = "float64",
+               reference: str = "NumPy") -> Callable[[], Row]:
+    """A product of operands of `a_shape` and `b_shape` in `dtype`; `permuted` ("a" or "b") names an operand given
+    as a transposed view (`permute`) of a contiguous tensor, as a backward pass produces them. `reference`: NumPy
+    or PyTorch (a row without a bar when PyTorch is missing)."""
 
     def build() -> Row:
         rng = np.random.default_rng(0)
         operands = []
         for name, shape in (("a", a_shape), ("b", b_shape)):
             if name == permuted:
-                stored = rng.normal(size=shape[::-1])
+                stored = rng.normal(size=shape[::-1]).astype(dtype)
                 operands.append((fast_tensor(stored, backend_name).permute(1, 0), stored.T))
             else:
-                values = rng.normal(size=shape)
+                values = rng.normal(size=shape).astype(dtype)
                 operands.append((fast_tensor(values, backend_name), values))
         (a, a_values), (b, b_values) = operands
         *batch, rows, inner = a_shape
         flops = 2.0 * np.prod(batch or [1]) * rows * inner * b_shape[-1]
-        return Row(lambda: a @ b, lambda: a_values @ b_values, "NumPy", Bar(bar), flops=flops)
+        if reference == "PyTorch":
+            torch = try_torch()
+            if torch is None:
+                return torch_missing(None if bar is None else Bar(bar))
+            torch_a, torch_b = torch.from_numpy(np.ascontiguousarray(a_values)), torch.from_numpy(np.ascontiguousarray(b_values))
+            return Row(lambda: a @ b, lambda: torch_a @ torch_b, f"PyTorch {dtype}", None if bar is None else Bar(bar),
+                       flops=flops)
+        return Row(lambda: a @ b, lambda: a_values @ b_values, "NumPy" if dtype == "float64" else f"NumPy {dtype}",
+                   Bar(bar), flops=flops)
 
     return build
 
 
-def add_row(shape: tuple[int, ...], backend_name: str = "FastBackend", bar: Bar = Bar(0.5)) -> Callable[[], Row]:
-    "`a + b` on two tensors of `shape`: two reads and one write of float64 per element."
+def add_row(shape: tuple[int, ...], backend_name: str = "FastBackend", bar: Bar = Bar(0.5),
+            dtype: str = "float64") -> Callable[[], Row]:
+    "`a + b` on two tensors of `shape` in `dtype`: two reads and one write per element."
 
     def build() -> Row:
         rng = np.random.default_rng(1)
-        a_values, b_values = rng.normal(size=shape), rng.normal(size=shape)
+        a_values, b_values = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
         a, b = fast_tensor(a_values, backend_name), fast_tensor(b_values, backend_name)
-        return Row(lambda: a + b, lambda: a_values + b_values, "NumPy", bar, bytes=3 * 8 * a_values.size)
+        return Row(lambda: a + b, lambda: a_values + b_values, "NumPy" if dtype == "float64" else f"NumPy {dtype}",
+                   bar, bytes=3 * a_values.nbytes)
 
     return build
 
 
-def sum_row() -> Row:
-    "`a.sum(1)` over a (1000, 10000) tensor: each element read once."
-    values = np.random.default_rng(2).normal(size=(1000, 10000))
-    a = fast_tensor(values)
-    return Row(lambda: a.sum(1), lambda: values.sum(1), "NumPy", Bar(0.5), bytes=8 * values.size + 8 * 1000)
+def sum_row(dtype: str = "float64") -> Callable[[], Row]:
+    "`a.sum(1)` over a (1000, 10000) tensor in `dtype`: each element read once."
+
+    def build() -> Row:
+        values = np.random.default_rng(2).normal(size=(1000, 10000)).astype(dtype)
+        a = fast_tensor(values)
+        return Row(lambda: a.sum(1), lambda: values.sum(1), "NumPy" if dtype == "float64" else f"NumPy {dtype}",
+                   Bar(0.5), bytes=values.nbytes + values.itemsize * 1000)
+
+    return build
 
 
 # ---------------------------------------------------------------- training steps against PyTorch
@@ -581,7 +599,17 @@ def rows(mnist_batches: int) -> list[Spec]:
     specs.append(Spec("add 1e7", add_row((10**7,))))
     specs += [Spec(f"add 10x10 (per-op overhead), {name}", add_row((10, 10), name, Bar(most_micros=15)))
               for name in BACKENDS]
-    specs.append(Spec("sum(1) 1000x10000", sum_row))
+    specs.append(Spec("sum(1) 1000x10000", sum_row()))
+    # float32 (issue 20): the batched product at least 0.7x NumPy's, elementwise work and reductions 0.5x
+    specs.append(Spec("float32 matmul 2x512x512 @ 2x512x512", matmul_row((2, 512, 512), (2, 512, 512), bar=0.7,
+                                                                      dtype="float32")))
+    specs.append(Spec("float32 matmul 64x784 @ 784x128", matmul_row((64, 784), (784, 128), dtype="float32")))
+    specs += [Spec(f"float32 matmul {name} vs PyTorch", matmul_row(a_shape, b_shape, bar=None, dtype="float32",
+                                                                  reference="PyTorch"))
+              for name, a_shape, b_shape in (("2x512x512 @ 2x512x512", (2, 512, 512), (2, 512, 512)),
+                                             ("64x784 @ 784x128", (64, 784), (784, 128)))]
+    specs.append(Spec("float32 add 1e7", add_row((10**7,), dtype="float32")))
+    specs.append(Spec("float32 sum(1) 1000x10000", sum_row("float32")))
     specs += [Spec(f"MLP SGD step 784-128-10 batch 64, {name}", mlp_step_row(name)) for name in BACKENDS]
     specs.append(Spec("conv2d fwd+bwd 16x4x28x28 * 8x4x3x3", conv_row(2, 16, 4, 28, 8, 3)))
     specs.append(Spec("conv1d fwd+bwd 16x4x784 * 8x4x9", conv_row(1, 16, 4, 784, 8, 9)))
