@@ -2,8 +2,11 @@
 `Embedding` match NumPy's values and PyTorch's values and gradients on every backend, in float32 and float64, on empty
 dims, on sliced inputs (views with an offset) and sliced indices, with repeated ids (their gradients add up) and with
 nan/inf passed through; bad indices are refused with the value and the size in the message."""
+import importlib.util
 import math
+from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from backends import BACKENDS
@@ -11,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch import Embedding, IndexingError, gather, index_select, tensor
+from minitorch import CudaOps, Embedding, IndexingError, TensorBackend, gather, index_select, tensor
+from minitorch import cuda_ops
 from minitorch.cuda_ops import count_transfers
 from minitorch.tensor_data import float32, float64, int64
 
@@ -259,7 +263,37 @@ def test_a_lookup_copies_two_numbers_on_cuda(backend):
         pytest.skip("only the CUDA backend copies")
     embedding = Embedding(4, 3, backend=backend)
     batch = tensor([[3, 1], [3, 0]], backend=backend, dtype=int64)
+    embedding(batch)  # the first lookup uploads each shape and strides once
     with count_transfers() as copies:
         out = embedding(batch)
     assert out.shape == (2, 2, 3)
     assert (copies.to_host_calls, copies.to_host_bytes, copies.to_device_calls) == (1, 16, 0), copies
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_cuda_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(backend, dtype_name, monkeypatch):
+    "`make cuda-compile` compiles the gather kernels for float64 and float32 storages with an int64 index: as launched."
+    if not isinstance(backend.storage.zeros(1), minitorch.CudaStorage):
+        pytest.skip("CUDA kernels only")
+    path = Path(__file__).parent.parent / "tools" / "bench" / "cuda_compile.py"
+    spec = importlib.util.spec_from_file_location("cuda_compile", path)
+    cuda_compile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cuda_compile)
+    launches, original = [], cuda_ops.launch
+
+    def recording_launch(kernel, grid, datas, arguments=()):
+        if kernel.py_func.__name__ in ("cuda_gather", "cuda_scatter_add"):
+            arrays = [array.copy_to_host() for data in datas for array in cuda_ops.kernel_arguments(data)]
+            launches.append((kernel, [*arrays, *arguments]))
+        original(kernel, grid, datas, arguments)
+
+    monkeypatch.setattr(CudaOps, "launch", staticmethod(recording_launch))
+    on_gpu = TensorBackend(CudaOps)
+    table = tensor(np.arange(6.0).reshape(3, 2), backend=on_gpu, dtype=DTYPES[dtype_name], requires_grad=True)
+    table[tensor([2, 0, 2], backend=on_gpu, dtype=int64)].sum().backward()
+    assert sorted(kernel.py_func.__name__ for kernel, _ in launches) == ["cuda_gather", "cuda_scatter_add"]
+    for kernel, values in launches:
+        name = f"cuda_ops.{kernel.py_func.__name__}"
+        signatures = cuda_compile.launch_signatures(name, kernel.py_func)
+        label = name if dtype_name == "float64" else f"{name}[float32]"
+        assert [numba.typeof(value) for value in values] == list(signatures[label]), label

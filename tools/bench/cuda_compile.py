@@ -5,8 +5,9 @@ Kernels are found, not listed: every kernel object at module level in a `minitor
 kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
 build, one per float function). Each is compiled with the signature it is launched with, read from its
 annotations (`Storage` is a contiguous float64 array, `Shape`/`Strides` contiguous int64 arrays, `int`
-an int64, `float` a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code
-with `ptxas` from the same wheels (which reports each kernel's registers). Exit status 1 on any error.
+an int64, `float` a float64; the kernels in `FLOAT32_KERNELS` also with float32 storages), for every
+architecture in `ARCHITECTURES`, then assembled to machine code with `ptxas` from the same wheels (which
+reports each kernel's registers). Exit status 1 on any error.
 """
 import importlib
 import importlib.metadata
@@ -42,6 +43,8 @@ REGISTER_GRANULE = 8
 "Registers are handed to threads in multiples of this many, and to blocks a warp at a time."
 WARP = 32
 "Threads per warp."
+FLOAT32_KERNELS = ("cuda_ops.cuda_gather", "cuda_ops.cuda_scatter_add")
+"Kernels also launched on float32 tensors: compiled a second time with float32 storages (their index stays int64)."
 
 
 def launch_signature(py_func: Callable) -> tuple[Any, ...]:
@@ -53,6 +56,15 @@ def launch_signature(py_func: Callable) -> tuple[Any, ...]:
         raise ValueError(f"kernel {py_func.__qualname__}: arguments {unknown} have no annotation among "
                          f"Storage, Shape, Strides, int, float, so their launch type is unknown")
     return tuple(ANNOTATION_TYPES[hints[name]] for name in names)
+
+
+def launch_signatures(name: str, py_func: Callable) -> dict[str, tuple[Any, ...]]:
+    "The signatures kernel `name` is launched with, by label: float64 storages, and float32 for `FLOAT32_KERNELS`."
+    signature = launch_signature(py_func)
+    if name not in FLOAT32_KERNELS:
+        return {name: signature}
+    single = tuple(numba.float32[::1] if kind == numba.float64[::1] else kind for kind in signature)
+    return {name: signature, f"{name}[float32]": single}
 
 
 def is_kernel(value: Any, kernel_type: type) -> bool:
@@ -133,20 +145,33 @@ def device_functions(kernels: dict[str, Any], kernel_type: type) -> list[Any]:
     return list(found.values())
 
 
+def compiled_signatures(kernels: dict[str, Any]) -> dict[str, Any]:
+    "Every (kernel, signature) to compile, by label; a kernel whose signature is unknown holds its ValueError."
+    found = {}
+    for name, kernel in kernels.items():
+        try:
+            found.update(launch_signatures(name, kernel.py_func))
+        except ValueError as error:
+            found[name] = error
+    return found
+
+
 def compile_all(kernels: dict[str, Any], devices: list[Any], ptxas: str | None) -> list[str]:
     "Compile (and assemble, with ptxas) each kernel for each architecture, one line per pair; the failures."
     from numba import cuda
     failures = []
-    width = max(len(name) for name in kernels)
+    width = max(len(name) for name in kernels) + len("[float32]")
     for architecture in ARCHITECTURES:
         arch = f"sm_{architecture[0]}{architecture[1]}"
         for device_function in devices:
             device_function.overloads.clear()  # compile them again, for this architecture
         with compiling_for(architecture):
-            for name, kernel in kernels.items():
+            for name, signature in compiled_signatures(kernels).items():
+                kernel = kernels[name.split("[")[0]]
                 started = time.perf_counter()
                 try:
-                    signature = launch_signature(kernel.py_func)
+                    if isinstance(signature, Exception):
+                        raise signature
                     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=architecture)
                     assembled = ""
                     if ptxas:
@@ -182,9 +207,11 @@ def main() -> int:
           f"{'assembled with ' + ptxas if ptxas else 'PTX only (ptxas not found)'}", flush=True)
     failures = compile_all(kernels, devices, ptxas)
     elapsed = time.perf_counter() - started
-    compiled = len(kernels) * len(ARCHITECTURES) - len(failures)
-    print(f"cuda-compile: {compiled} of {len(kernels) * len(ARCHITECTURES)} compiled "
-          f"({len(kernels)} kernels, {', '.join(f'sm_{major}{minor}' for major, minor in ARCHITECTURES)}) "
+    signatures = len(compiled_signatures(kernels))
+    compiled = signatures * len(ARCHITECTURES) - len(failures)
+    print(f"cuda-compile: {compiled} of {signatures * len(ARCHITECTURES)} compiled "
+          f"({len(kernels)} kernels, {signatures - len(kernels)} of them in float32 too, "
+          f"{', '.join(f'sm_{major}{minor}' for major, minor in ARCHITECTURES)}) "
           f"in {elapsed:.1f} s")
     for failure in failures:
         print(f"  failed: {failure}")
