@@ -26,6 +26,7 @@ from .tensor import History, Tensor, ones, rand, tensor, zeros
 from .tensor_functions import (EQ, LT, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul,
                                         Neg, GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
 from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
+from .tensor_indexing import Embedding, Gather, IndexSelect, gather, index_select
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
                                  sum_practice)
@@ -56,6 +57,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
            "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "grad_check",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",
+           "Gather", "IndexSelect", "gather", "index_select", "Embedding",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",
            "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",

@@ -11,7 +11,7 @@ __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_
            'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array',
            'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments',
            'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch',
-           'cuda_matrix_multiply', 'CudaOps', 'LazyBackend']
+           'cuda_matrix_multiply', 'cuda_gather', 'cuda_scatter_add', 'CudaOps', 'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -541,6 +541,42 @@ def cuda_matrix_multiply(out_storage: Storage, out_shape: Shape, out_strides: St
         out_storage[batch * out_strides[0] + row * out_strides[1] + col * out_strides[2]] = total
     # END SOLUTION
 
+# %% ../nbs/32_cuda_ops.ipynb #6e87efaf
+from .tensor_ops import IndexStorage
+
+
+@cuda.jit
+def cuda_gather(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                in_storage: Storage, in_shape: Shape, in_strides: Strides,
+                index_storage: IndexStorage, index_shape: Shape, index_strides: Strides, dim: int) -> None:
+    "`out[i] = input[i with entry dim replaced by index[i]]`, a thread per output element; launch with `map_launch`."
+    out_index = cuda.local.array(MAX_DIMS, numba.int64)[:len(out_shape)]
+    size = 1
+    for dim_size in out_shape:
+        size *= dim_size
+    for ordinal in range(cuda.grid(1), size, cuda.gridsize(1)):
+        to_index_device(ordinal, out_shape, out_index)
+        picked = index_storage[index_to_position_device(out_index, index_strides)]
+        out_position = index_to_position_device(out_index, out_strides)
+        out_index[dim] = picked
+        out_storage[out_position] = in_storage[index_to_position_device(out_index, in_strides)]
+
+
+@cuda.jit
+def cuda_scatter_add(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                     values_storage: Storage, values_shape: Shape, values_strides: Strides,
+                     index_storage: IndexStorage, index_shape: Shape, index_strides: Strides, dim: int) -> None:
+    "`out[i with entry dim replaced by index[i]] += values[i]`, a thread per value, added atomically; `map_launch`."
+    index = cuda.local.array(MAX_DIMS, numba.int64)[:len(values_shape)]
+    size = 1
+    for dim_size in values_shape:
+        size *= dim_size
+    for ordinal in range(cuda.grid(1), size, cuda.gridsize(1)):
+        to_index_device(ordinal, values_shape, index)
+        value = values_storage[index_to_position_device(index, values_strides)]
+        index[dim] = index_storage[index_to_position_device(index, index_strides)]
+        cuda.atomic.add(out_storage, index_to_position_device(index, out_strides), value)
+
 # %% ../nbs/32_cuda_ops.ipynb #13aa5d41
 class CudaOps(KernelOps):
     "The CUDA kernel table: GPU storage, CUDA kernels (or simulated ones), launched on grids sized for the GPU."
@@ -571,6 +607,8 @@ class CudaOps(KernelOps):
         return matrix_multiply_launch(shape)
 
     launch = staticmethod(launch)
+    gather_kernel = cuda_gather
+    scatter_add_kernel = cuda_scatter_add
 
 
 class LazyBackend(TensorBackend):

@@ -385,6 +385,61 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
 
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
 
+# %% ../nbs/30_fast_ops.ipynb #dcf00c69
+from minitorch.tensor_ops import IndexStorage
+
+
+def fast_gather_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                       in_storage: Storage, in_shape: Shape, in_strides: Strides,
+                       index_storage: IndexStorage, index_shape: Shape, index_strides: Strides, dim: int) -> None:
+    "Chapter 2's gather, over chunks of lines along the last dim: index arithmetic once per line."
+    last = len(out_shape) - 1
+    length = out_shape[last]
+    lines = shape_size(out_shape) // length if length else 0
+    out_step, index_step = out_strides[last], index_strides[last]
+    in_step = in_strides[last] if dim != last else 0  # along the indexed dim the index says where to read
+    chunks = min(lines, PARALLEL_CHUNKS)
+    for chunk in prange(chunks):
+        out_index = np.empty(len(out_shape), dtype=np.int64)
+        first, stop = chunk_bounds(chunk, chunks, lines)
+        for line in range(first, stop):
+            to_index(line * length, out_shape, out_index)
+            out_position = index_to_position(out_index, out_strides)
+            index_position = index_to_position(out_index, index_strides)
+            out_index[dim] = 0
+            in_position = index_to_position(out_index, in_strides)
+            for step in range(length):
+                picked = index_storage[index_position + step * index_step]
+                out_storage[out_position + step * out_step] = in_storage[in_position + picked * in_strides[dim]
+                                                                         + step * in_step]
+
+
+def fast_scatter_add_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                            values_storage: Storage, values_shape: Shape, values_strides: Strides,
+                            index_storage: IndexStorage, index_shape: Shape, index_strides: Strides, dim: int) -> None:
+    "Chapter 2's scatter-add, parallel over the lines along `dim`: different lines never write the same element."
+    length = values_shape[dim]
+    lines = shape_size(values_shape) // length if length else 0
+    line_shape = values_shape.copy()
+    line_shape[dim] = 1  # one element per line: its index has 0 in dim `dim`
+    chunks = min(lines, PARALLEL_CHUNKS)
+    for chunk in prange(chunks):
+        index = np.empty(len(values_shape), dtype=np.int64)
+        first, stop = chunk_bounds(chunk, chunks, lines)
+        for line in range(first, stop):
+            to_index(line, line_shape, index)
+            values_position = index_to_position(index, values_strides)
+            index_position = index_to_position(index, index_strides)
+            out_position = index_to_position(index, out_strides)
+            for step in range(length):
+                picked = index_storage[index_position + step * index_strides[dim]]
+                out_storage[out_position + picked * out_strides[dim]] += values_storage[values_position
+                                                                                        + step * values_strides[dim]]
+
+
+fast_gather = njit(parallel=True, cache=True)(fast_gather_kernel)
+fast_scatter_add = njit(parallel=True, cache=True)(fast_scatter_add_kernel)
+
 # %% ../nbs/30_fast_ops.ipynb #88724c4b
 class FastOps(KernelOps):
     "The tensor backend of Numba-compiled parallel kernels: chapter 2's wrappers, compiled loops on threads."
@@ -417,6 +472,9 @@ class FastOps(KernelOps):
     def launch(kernel: Any, grid: tuple[int, int], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
         "Run `kernel` on every thread or on one, as `grid = (work, tasks_at_a_time)` makes worth it."
         kernel_for(kernel, *grid)(*kernel_arrays(datas), *arguments)
+
+    gather_kernel = staticmethod(fast_gather)
+    scatter_add_kernel = staticmethod(fast_scatter_add)
 
 
 FastBackend = TensorBackend(FastOps)

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Function', 'Neg', 'Inv', 'Add', 'Mul', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ', 'IsClose', 'Cast', 'Permute',
-           'View', 'Copy', 'GetItem', 'Sum', 'All', 'matrix_product', 'MatMul', 'grad_check']
+           'View', 'Copy', 'GetItem', 'basic_index', 'Sum', 'All', 'matrix_product', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import math
@@ -425,14 +425,16 @@ class GetItem(Function):
         return grad
 
 
-@patch
-def __getitem__(self: Tensor, key: Any) -> "float | Tensor":
-    "One int per dim: that element as a float (as classic MiniTorch); any other basic index: a view."
+def basic_index(self: Tensor, key: Any) -> "float | Tensor":
+    "`self[key]`: one int per dim, that element as a float (as classic MiniTorch); any other basic index, a view."
     entries = key if isinstance(key, tuple) else (key,)
     if len(entries) == self.dims and all(type(entry) is int and entry >= 0 for entry in entries):
         return self._tensor.get(entries)
     view = GetItem.apply(self, key=entries)
     return view.item() if view.dims == 0 else view
+
+
+Tensor.__getitem__ = basic_index
 
 
 @patch
