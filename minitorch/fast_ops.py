@@ -8,8 +8,9 @@ __all__ = ['ROW_BLOCK', 'INNER_BLOCK', 'COLUMN_BLOCK', 'blocked_matrix_multiply'
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
+import os
 import types
-from typing import Any, Callable
+from typing import Any, Callable, MutableMapping
 
 import numpy as np
 import numba
@@ -101,6 +102,30 @@ def kernel_for(kernel: Callable[..., None], work: int, tasks_at_a_time: int = 0)
         numba.set_parallel_chunksize(tasks_at_a_time)
         return kernel
     return single_threaded(kernel)
+
+# %% ../nbs/30_fast_ops.ipynb #80dedab2
+SPIN_COUNT = 1000
+"Iterations an idle OpenMP thread of ours spins before it sleeps (libgomp's default: 300,000)."
+
+
+def thread_pool_started() -> bool:
+    "Whether Numba's thread pool (and with it `libgomp`) is already loaded, too late to set its spin."
+    return bool(getattr(numba.np.ufunc.parallel, "_is_initialized", False))
+
+
+def start_threads_spinning_briefly(environ: MutableMapping[str, str] = os.environ) -> bool:
+    "Start Numba's pool with `GOMP_SPINCOUNT=SPIN_COUNT` unless the user set a wait policy; whether it did."
+    if "GOMP_SPINCOUNT" in environ or "OMP_WAIT_POLICY" in environ or thread_pool_started():
+        return False
+    environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+    try:
+        numba.get_num_threads()  # loads the threading layer: libgomp reads its variables now, and only now
+    finally:
+        del environ["GOMP_SPINCOUNT"]  # for Numba's pool only: PyTorch's OpenMP and child processes keep theirs
+    return True
+
+
+start_threads_spinning_briefly()
 
 # %% ../nbs/30_fast_ops.ipynb #517efd39
 @functools.cache

@@ -41,7 +41,8 @@ def test_list_and_only_select_rows_by_name():
     names = run_tool("--list").stdout.splitlines()
     assert TINY_ROW in names and len(names) >= 20
     for required in ("matmul 2x512x512", "a permuted", "b permuted", "add 1e7", "sum(1)", "MLP SGD step",
-                     "TensorBackend(FastOps)", "conv2d", "conv1d", "MNIST", "gc on", "gc off"):
+                     "TensorBackend(FastOps)", "conv2d", "conv1d", "MNIST", "gc on", "gc off",
+                     "matmul 64x784 @ 784x128 after NumPy", "add 1e7 after NumPy"):
         assert any(required in name for name in names), required
     assert run_tool("--list", "--only", "CONV").stdout.split("\n")[:2] == [name for name in names if "conv" in name]
     missing = run_tool("--only", "no such row")
@@ -66,6 +67,9 @@ def test_bars_judge_ratio_or_time(benchmark):
     overhead = benchmark.Bar(most_micros=15)
     assert overhead.met(None, 14e-6) and not overhead.met(100.0, 16e-6)
     assert str(overhead) == "<= 15 us" and str(benchmark.Bar(0.3)) == ">= 0.3x"
+    steady = benchmark.Bar(0.5, most_spread=0.25)
+    assert steady.met(0.6, 1.0, 0.25) and not steady.met(0.6, 1.0, 0.26) and not steady.met(0.4, 1.0, 0.1)
+    assert str(steady) == ">= 0.5x, ±<=25%"
 
 
 def test_interleaved_alternates_the_sides(benchmark):
@@ -83,6 +87,23 @@ def test_every_sample_starts_after_a_pause_for_idle_threads(benchmark, monkeypat
                           sample_seconds=0.0, collector="off")
     pause = ("pause", benchmark.THREADS_PARK_SECONDS)
     assert events[-8:] == [pause, "ours", pause, "ref"] * 2 and benchmark.THREADS_PARK_SECONDS > 0
+
+
+def test_a_prelude_runs_right_before_each_call_of_ours_untimed(benchmark, monkeypatch):
+    events = []
+    monkeypatch.setattr(benchmark, "wait", lambda seconds: events.append("pause"))
+    ours, _ = benchmark.interleaved(lambda: events.append("ours"), lambda: events.append("ref"), repeats=2,
+                                    sample_seconds=0.0, collector="off", prelude=lambda: events.append("numpy"))
+    assert events[-10:] == ["pause", "numpy", "ours", "pause", "ref"] * 2
+    slow_prelude = benchmark.run_block(lambda: None, 3, "on", prelude=lambda: benchmark.wait(0.01))
+    assert slow_prelude < 0.005
+
+
+def test_rows_after_numpy_time_ours_against_ours_alone(benchmark):
+    [spec] = [spec for spec in benchmark.rows(mnist_batches=1) if spec.name == "add 1e7 after NumPy"]
+    row = spec.build()
+    assert row.ours is row.reference and row.prelude is not None and row.reference_name == "ours alone"
+    assert row.bar == benchmark.Bar(0.5, most_spread=0.25) and row.bytes == 3 * 8 * 10**7
 
 
 def test_wait_takes_the_time_it_is_given(benchmark):

@@ -2,7 +2,9 @@
 
 Every row times ours and its reference in this one process, interleaved (ours, reference, ours, reference, ...)
 after a warm-up, so that a change in the machine's load hits both sides alike; each sample starts after a short
-untimed pause, so that the other side's idle threads have stopped spinning. Each sample is a block of
+untimed pause, so that the other side's idle threads have stopped spinning (the rows "... after NumPy" instead
+run NumPy products right before each of our calls, untimed and with no pause, as a learner's loop does, and
+compare with ours alone). Each sample is a block of
 back-to-back calls long enough to time reliably; a row prints the median time per call of each side with its
 spread (the interquartile range as a percentage of the median), the speed ratio (reference median / ours: above
 1 we are faster), the throughput where the work has a size (GFLOP/s for matrix products and convolutions, GB/s
@@ -38,15 +40,20 @@ Call = Callable[[], object]
 
 @dataclass(frozen=True)
 class Bar:
-    "A target of issue 11: a least speed ratio against the reference, or a most time per call of ours."
+    """A target of issue 11 (or 20): a least speed ratio against the reference, or a most time per call of ours;
+    optionally also a most spread of ours (interquartile range / median)."""
     least_ratio: float | None = None
     most_micros: float | None = None
+    most_spread: float | None = None
 
     def __str__(self) -> str:
-        return f">= {self.least_ratio}x" if self.least_ratio is not None else f"<= {self.most_micros:g} us"
+        main = f">= {self.least_ratio}x" if self.least_ratio is not None else f"<= {self.most_micros:g} us"
+        return main + (f", ±<={self.most_spread:.0%}" if self.most_spread is not None else "")
 
-    def met(self, ratio: float | None, ours_seconds: float) -> bool:
-        "Whether a measured speed ratio (or, for a time bar, ours' seconds per call) meets the bar."
+    def met(self, ratio: float | None, ours_seconds: float, ours_spread: float = 0.0) -> bool:
+        "Whether a measured speed ratio (or, for a time bar, ours' seconds per call) and ours' spread meet the bar."
+        if self.most_spread is not None and ours_spread > self.most_spread:
+            return False
         if self.least_ratio is not None:
             return ratio is not None and ratio >= self.least_ratio
         return ours_seconds * 1e6 <= self.most_micros
@@ -65,6 +72,8 @@ class Row:
     collector: str = "on"
     max_repeats: int | None = None
     sample_scale: float = 1.0
+    prelude: Call | None = None
+    "Untimed work run right before each call of ours, with no pause (NumPy's products, for the rows after NumPy)."
 
 
 @dataclass(frozen=True)
@@ -92,12 +101,15 @@ def summarise(seconds: list[float]) -> Summary:
 
 # ---------------------------------------------------------------- timing
 
-def run_block(call: Call, number: int, collector: str) -> float:
+def run_block(call: Call, number: int, collector: str, prelude: Call | None = None) -> float:
     """Seconds per call over `number` back-to-back calls of `call`.
 
     collector "on": Python's garbage collector runs as usual. "clean": the same, after an untimed full collection,
     so that neither side of a row pays for garbage the other left. "off": no automatic collection during the block,
-    then one timed collection of the young generation, so an engine that leaves reference cycles pays once to free them."""
+    then one timed collection of the young generation, so an engine that leaves reference cycles pays once to free them.
+    prelude: untimed work right before each call, with no pause; only the calls themselves are timed."""
+    if prelude is not None:
+        return sum(timed_after(prelude, call) for _ in range(number)) / number
     if collector == "clean":
         gc.collect()
     if collector == "off":
@@ -113,9 +125,17 @@ def run_block(call: Call, number: int, collector: str) -> float:
         gc.enable()
 
 
-def calls_per_sample(call: Call, sample_seconds: float, collector: str) -> int:
-    "How many calls make a sample of about `sample_seconds` (at least one), judged from one timed call."
-    return max(1, round(sample_seconds / run_block(call, 1, collector)))
+def timed_after(prelude: Call, call: Call) -> float:
+    "Seconds of one call of `call` run right after an untimed `prelude`."
+    prelude()
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def calls_per_sample(call: Call, sample_seconds: float, collector: str, prelude: Call | None = None) -> int:
+    "How many calls make a sample of about `sample_seconds` of timed calls (at least one), judged from one timed call."
+    return max(1, round(sample_seconds / run_block(call, 1, collector, prelude)))
 
 
 THREADS_PARK_SECONDS = 0.15
@@ -132,18 +152,22 @@ def wait(seconds: float) -> None:
 
 
 def interleaved(ours: Call, reference: Call | None, repeats: int, sample_seconds: float,
-                collector: str, pause: float = THREADS_PARK_SECONDS) -> tuple[list[float], list[float]]:
+                collector: str, pause: float = THREADS_PARK_SECONDS,
+                prelude: Call | None = None) -> tuple[list[float], list[float]]:
     """Seconds per call of `repeats` samples of each side, taken alternately (ours, reference, ...) after a warm-up,
-    each after an untimed `pause` in which the other side's idle threads stop spinning."""
-    sides = [call for call in (ours, reference) if call is not None]
-    for call in sides:
+    each after an untimed `pause` in which the other side's idle threads stop spinning. `prelude`: untimed work
+    right before each call of ours, with no pause (the reference runs without it)."""
+    sides = [(call, preceded) for call, preceded in ((ours, prelude), (reference, None)) if call is not None]
+    for call, preceded in sides:
+        if preceded is not None:
+            preceded()
         call()
-    numbers = [calls_per_sample(call, sample_seconds, collector) for call in sides]
+    numbers = [calls_per_sample(call, sample_seconds, collector, preceded) for call, preceded in sides]
     samples: list[list[float]] = [[] for _ in sides]
     for _ in range(repeats):
-        for call, number, seconds in zip(sides, numbers, samples):
+        for (call, preceded), number, seconds in zip(sides, numbers, samples):
             wait(pause)
-            seconds.append(run_block(call, number, collector))
+            seconds.append(run_block(call, number, collector, preceded))
     return samples[0], samples[1] if reference is not None else []
 
 
@@ -297,6 +321,28 @@ def add_row(shape: tuple[int, ...], backend_name: str = "FastBackend", bar: Bar 
         a, b = fast_tensor(a_values, backend_name), fast_tensor(b_values, backend_name)
         return Row(lambda: a + b, lambda: a_values + b_values, "NumPy" if dtype == "float64" else f"NumPy {dtype}",
                    bar, bytes=3 * a_values.nbytes)
+
+    return build
+
+
+NUMPY_PRODUCTS = 3
+"NumPy (64,784) @ (784,128) products run right before each of our calls in the rows after NumPy."
+
+
+def after_numpy_row(build_ours: Callable[[], Row], bar: Bar) -> Callable[[], Row]:
+    """Ours of the row `build_ours` makes, each call right after `NUMPY_PRODUCTS` NumPy products with no pause (NumPy's
+    BLAS threads still spinning, as in a learner's loop), against ours alone: the ratio is alone / after NumPy."""
+
+    def build() -> Row:
+        row = build_ours()
+        rng = np.random.default_rng(4)
+        a_values, b_values = rng.normal(size=(64, 784)), rng.normal(size=(784, 128))
+
+        def numpy_products() -> None:
+            for _ in range(NUMPY_PRODUCTS):
+                a_values @ b_values
+
+        return Row(row.ours, row.ours, "ours alone", bar, flops=row.flops, bytes=row.bytes, prelude=numpy_products)
 
     return build
 
@@ -589,7 +635,7 @@ def scalar_row(collector: str, points: int = 100) -> Callable[[], Row]:
 # ---------------------------------------------------------------- the rows
 
 def rows(mnist_batches: int) -> list[Spec]:
-    "Every row, in the order they print; the bars are issue 11's."
+    "Every row, in the order they print; the bars are issue 11's (issue 20's for the rows after NumPy)."
     specs = [Spec(f"matmul 2x512x512 @ 2x512x512, {name}", matmul_row((2, 512, 512), (2, 512, 512), "", name, 0.5))
              for name in BACKENDS]
     for a_shape, b_shape in (((64, 784), (784, 128)), ((784, 64), (64, 128)), ((64, 10), (10, 128))):
@@ -597,6 +643,8 @@ def rows(mnist_batches: int) -> list[Spec]:
         specs += [Spec(f"matmul {shapes}{f', {side} permuted' if side else ''}", matmul_row(a_shape, b_shape, side))
                   for side in ("", "a", "b")]
     specs.append(Spec("add 1e7", add_row((10**7,))))
+    specs.append(Spec("matmul 64x784 @ 784x128 after NumPy", after_numpy_row(matmul_row((64, 784), (784, 128)), Bar(0.5))))
+    specs.append(Spec("add 1e7 after NumPy", after_numpy_row(add_row((10**7,)), Bar(0.5, most_spread=0.25))))
     specs += [Spec(f"add 10x10 (per-op overhead), {name}", add_row((10, 10), name, Bar(most_micros=15)))
               for name in BACKENDS]
     specs.append(Spec("sum(1) 1000x10000", sum_row()))
@@ -645,7 +693,7 @@ def throughput_unit(row: Row) -> str:
     return "GFLOP/s" if row.flops else "GB/s" if row.bytes else "images/s" if row.images else ""
 
 
-HEADER = (f"{'row':<58} {'ours':>17} {'reference':>17} {'ratio':>7}  {'throughput ours / ref':<27} {'bar':<10} "
+HEADER = (f"{'row':<58} {'ours':>17} {'reference':>17} {'ratio':>7}  {'throughput ours / ref':<27} {'bar':<16} "
           "verdict  reference")
 
 
@@ -657,10 +705,10 @@ def measured_line(name: str, row: Row, ours: Summary, reference: Summary | None)
     ratio_text = f"{ratio:.2f}x" if ratio is not None else "-"
     unit = throughput_unit(row)
     rates = f"{throughput(row, ours.median)} / {throughput(row, reference.median) if reference else '-'} {unit}"
-    met = row.bar.met(ratio, ours.median) if row.bar else None
+    met = row.bar.met(ratio, ours.median, ours.spread) if row.bar else None
     verdict = "-" if met is None else "met" if met else "NOT MET"
     return (f"{name:<58} {ours_text:>17} {reference_text:>17} {ratio_text:>7}  {rates if unit else '':<27} "
-            f"{str(row.bar) if row.bar else '':<10} {verdict:<8} {row.reference_name}"), met
+            f"{str(row.bar) if row.bar else '':<16} {verdict:<8} {row.reference_name}"), met
 
 
 def measure(spec: Spec, repeats: int, sample_seconds: float) -> bool | None:
@@ -671,7 +719,7 @@ def measure(spec: Spec, repeats: int, sample_seconds: float) -> bool | None:
         return None
     repeats = min(repeats, row.max_repeats or repeats)
     ours_seconds, reference_seconds = interleaved(row.ours, row.reference, repeats, sample_seconds * row.sample_scale,
-                                                  row.collector)
+                                                  row.collector, prelude=row.prelude)
     line, met = measured_line(spec.name, row, summarise(ours_seconds), summarise(reference_seconds))
     print(line, flush=True)
     return met
