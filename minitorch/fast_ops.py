@@ -423,6 +423,7 @@ def fast_gather_kernel(out_storage: Storage, out_shape: Shape, out_strides: Stri
     lines = shape_size(out_shape) // length if length else 0
     out_step, index_step = out_strides[last], index_strides[last]
     in_step = in_strides[last] if dim != last else 0  # along the indexed dim the index says where to read
+    dim_stride = in_strides[dim]
     chunks = min(lines, PARALLEL_CHUNKS)
     for chunk in prange(chunks):
         out_index = np.empty(len(out_shape), dtype=np.int64)
@@ -433,10 +434,18 @@ def fast_gather_kernel(out_storage: Storage, out_shape: Shape, out_strides: Stri
             index_position = index_to_position(out_index, index_strides)
             out_index[dim] = 0
             in_position = index_to_position(out_index, in_strides)
-            for step in range(length):
-                picked = index_storage[index_position + step * index_step]
-                out_storage[out_position + step * out_step] = in_storage[in_position + picked * in_strides[dim]
-                                                                         + step * in_step]
+            if index_step == 0:  # one id for the whole line (index_select, an embedding lookup): a row copy
+                row = in_position + index_storage[index_position] * dim_stride
+                if out_step == 1 and in_step == 1:  # adjacent on both sides: a block copy
+                    out_storage[out_position:out_position + length] = in_storage[row:row + length]
+                else:
+                    for step in range(length):
+                        out_storage[out_position + step * out_step] = in_storage[row + step * in_step]
+            else:
+                for step in range(length):
+                    picked = index_storage[index_position + step * index_step]
+                    out_storage[out_position + step * out_step] = in_storage[in_position + picked * dim_stride
+                                                                             + step * in_step]
 
 
 def fast_scatter_add_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,

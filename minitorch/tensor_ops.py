@@ -251,8 +251,12 @@ def kernel_arrays(datas: tuple[TensorData, ...]) -> tuple[Any, ...]:
 # %% ../nbs/21_tensor_ops.ipynb #27de77c7
 def index_bounds(index: "Tensor") -> tuple[int, int]:
     "The least and greatest value of a non-empty int64 `index`, found on its backend: one copy of two numbers."
-    backend = index.backend
-    flat = index._new(TensorData(backend.id_map(index)._tensor._storage, (index.size,), validate=False))
+    backend, data = index.backend, index._tensor
+    # a broadcast dim (stride 0) repeats the same ids: look at each id once
+    own = [(size, step) for size, step in zip(data.shape, data.strides) if step != 0]
+    distinct = index._new(TensorData(data._storage, tuple(size for size, _ in own) or (1,),
+                                     tuple(step for _, step in own) or (1,), data.offset, validate=False))
+    flat = index._new(TensorData(backend.id_map(distinct)._tensor._storage, (distinct.size,), validate=False))
     bounds = index.zeros((2,))
     for position, values in enumerate((backend.neg_map(flat), flat)):
         slot = index._new(TensorData(bounds._tensor._storage, (1,), (1,), position, validate=False))

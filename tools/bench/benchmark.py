@@ -359,6 +359,25 @@ def sum_row(dtype: str = "float64") -> Callable[[], Row]:
     return build
 
 
+def gather_row() -> Row:
+    "An embedding lookup: a (64, 256) batch of ids into a (65, 128) float32 table, as `table[ids]` (no bar)."
+    rng = np.random.default_rng(5)
+    table_values, ids_values = rng.normal(size=(65, 128)).astype(np.float32), rng.integers(0, 65, size=(64, 256))
+    table, ids = fast_tensor(table_values), minitorch.tensor(ids_values, backend=minitorch.FastBackend,
+                                                             dtype=minitorch.int64)
+    return Row(lambda: table[ids], lambda: table_values[ids_values], "NumPy float32", None,
+               bytes=2 * 4 * 64 * 256 * 128)
+
+
+def cat_row() -> Row:
+    "`cat` of four (64, 64, 128) float32 tensors along dim 1 (no bar)."
+    rng = np.random.default_rng(6)
+    values = [rng.normal(size=(64, 64, 128)).astype(np.float32) for _ in range(4)]
+    tensors = [fast_tensor(array) for array in values]
+    return Row(lambda: minitorch.cat(tensors, 1), lambda: np.concatenate(values, 1), "NumPy float32", None,
+               bytes=2 * sum(array.nbytes for array in values))
+
+
 # ---------------------------------------------------------------- training steps against PyTorch
 
 def torch_missing(bar: Bar) -> Row:
@@ -658,6 +677,8 @@ def rows(mnist_batches: int) -> list[Spec]:
                                              ("64x784 @ 784x128", (64, 784), (784, 128)))]
     specs.append(Spec("float32 add 1e7", add_row((10**7,), dtype="float32")))
     specs.append(Spec("float32 sum(1) 1000x10000", sum_row("float32")))
+    specs.append(Spec("float32 gather: 64x256 ids into a 65x128 table", gather_row))
+    specs.append(Spec("float32 cat of 4 x 64x64x128 along dim 1", cat_row))
     specs += [Spec(f"MLP SGD step 784-128-10 batch 64, {name}", mlp_step_row(name)) for name in BACKENDS]
     specs.append(Spec("conv2d fwd+bwd 16x4x28x28 * 8x4x3x3", conv_row(2, 16, 4, 28, 8, 3)))
     specs.append(Spec("conv1d fwd+bwd 16x4x784 * 8x4x9", conv_row(1, 16, 4, 784, 8, 9)))
