@@ -37,6 +37,8 @@ from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
+from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabulary, bigram_counts, bigram_loss,
+                            get_batch, names_list, sample, sequence_loss, shakespeare_plays, split_plays)
 
 __version__ = "0.1.0"
 
@@ -64,4 +66,6 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax", "softmax", "logsoftmax", "dropout", "nll_loss",
            "cross_entropy", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "zeros_init",
            "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
-           "Sequential"]
+           "Sequential",
+           "shakespeare_plays", "names_list", "TextDataNotFoundError", "Vocabulary", "split_plays", "get_batch",
+           "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "BigramNetwork", "sample"]
