@@ -16,7 +16,13 @@ import ctypes, os, sys
 import numpy as np
 import minitorch, numba
 np.ones((64, 64)) @ np.ones((64, 64))
-(minitorch.rand((1024, 1024), backend=minitorch.FastBackend) + 1.0).to_numpy()
+@numba.njit(parallel=True)
+def on_every_thread(n):
+    total = 0.0
+    for step in numba.prange(n):
+        total += step
+    return total
+on_every_thread(10**6)
 print(numba.threading_layer(), os.environ.get("GOMP_SPINCOUNT", "-"), flush=True)
 if numba.threading_layer() == "omp":
     ctypes.CDLL("libgomp.so.1").omp_display_env(1)
