@@ -196,7 +196,7 @@ def main() -> int:
     kernels.update(backend_kernels(minitorch.TensorBackend(minitorch.CudaOps), CUDADispatcher, cuda_ops.KernelPerDtype))
     devices = device_functions(kernels, CUDADispatcher)
     ptxas = ptxas_path()
-    print(f"cuda-compile: {len(kernels)} kernels, one per storage dtype (calling {len(devices)} device functions) x "
+    print(f"cuda-compile: {len(kernels)} kernel-dtype pairs (each kernel with every storage dtype; calling {len(devices)} device functions) x "
           f"{len(ARCHITECTURES)} architectures, numba-cuda {importlib.metadata.version('numba-cuda')}, "
           f"{'assembled with ' + ptxas if ptxas else 'PTX only (ptxas not found)'}", flush=True)
     failures = compile_all(kernels, devices, ptxas)
