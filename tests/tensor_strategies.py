@@ -40,3 +40,18 @@ def tensors(draw, backend, shape: tuple[int, ...] | None = None, elements=values
     "A `Tensor` on `backend` over random strided data (see `tensor_data`)."
     from minitorch import Tensor
     return Tensor(draw(tensor_data(shape, elements)), backend=backend)
+
+
+SPECIAL = [0.0, 1.5, -2.0, math.nan, math.inf, -math.inf]
+"Values that test edge cases: zeros, signs, nan and both infinities."
+
+
+@st.composite
+def arrays(draw, shape: tuple[int, ...], dtype: str = "float64", special: bool = False, share: float = 0.3) -> np.ndarray:
+    "Random normal values of `shape` in `dtype`; with `special`, about `share` of them taken from `SPECIAL`."
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = rng.normal(size=shape)
+    if special and values.size:
+        picks = rng.random(shape) < share
+        values[picks] = rng.choice(SPECIAL, size=int(picks.sum()))
+    return values.astype(dtype)

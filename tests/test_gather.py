@@ -3,7 +3,6 @@
 dims, on sliced inputs (views with an offset) and sliced indices, with repeated ids (their gradients add up) and with
 nan/inf passed through; bad indices are refused with the value and the size in the message."""
 import importlib.util
-import math
 from pathlib import Path
 
 import numba
@@ -12,6 +11,7 @@ import pytest
 from backends import BACKENDS
 from hypothesis import given
 from hypothesis import strategies as st
+from tensor_strategies import arrays
 
 import minitorch
 from minitorch import CudaOps, Embedding, IndexingError, TensorBackend, gather, index_select, tensor
@@ -22,7 +22,6 @@ from minitorch.tensor_data import float32, float64, int64
 pytestmark = [pytest.mark.parametrize("backend", BACKENDS),
               pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")]  # inf - inf in a loss
 
-SPECIAL = [0.0, 1.5, -2.0, math.nan, math.inf, -math.inf]
 DTYPES = {"float64": float64, "float32": float32}
 
 
@@ -32,15 +31,9 @@ def shapes(draw, min_dims: int = 1, max_dims: int = 3):
     return tuple(draw(st.lists(st.integers(0, 3), min_size=min_dims, max_size=max_dims)))
 
 
-@st.composite
-def arrays(draw, shape: tuple[int, ...], dtype: np.dtype = float64, special: bool = True):
-    "Random values of `shape` in `dtype`, some of them nan and inf when `special`."
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    values = rng.normal(size=shape)
-    if special and values.size:
-        picks = rng.random(shape) < 0.2
-        values[picks] = rng.choice(SPECIAL, size=int(picks.sum()))
-    return values.astype(dtype)
+def edge_arrays(shape: tuple[int, ...], dtype: np.dtype = float64, special: bool = True):
+    "Random values of `shape` in `dtype`, about a fifth of them nan, inf and other edge values when `special`."
+    return arrays(shape, dtype, special=special, share=0.2)
 
 
 @st.composite
@@ -104,7 +97,7 @@ def gather_cases(draw):
     dim = draw(st.integers(-len(shape), len(shape) - 1))
     index_shape = tuple((draw(st.integers(0, 4)) if shape[d] else 0) if d == dim % len(shape)
                         else draw(st.integers(0, size)) for d, size in enumerate(shape))
-    return (draw(arrays(shape, dtype)), dim, draw(ids(index_shape, shape[dim])), draw(st.booleans()),
+    return (draw(edge_arrays(shape, dtype)), dim, draw(ids(index_shape, shape[dim])), draw(st.booleans()),
             draw(st.booleans()))
 
 
@@ -131,7 +124,7 @@ def test_index_select_matches_numpy_and_torch(backend, dtype_name, shape, data):
     dtype = DTYPES[dtype_name]
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     index = data.draw(ids((data.draw(st.integers(0, 5)) if shape[dim] else 0,), shape[dim]))
-    values = data.draw(arrays(shape, dtype))
+    values = data.draw(edge_arrays(shape, dtype))
     sliced, index_sliced = data.draw(st.booleans()), data.draw(st.booleans())
     leaf, input, raw = made(values, backend, sliced, requires_grad=True)
     _, index_tensor, _ = made(index, backend, index_sliced)
@@ -142,14 +135,14 @@ def test_index_select_matches_numpy_and_torch(backend, dtype_name, shape, data):
     twin, twin_input = torch_made(torch, raw, sliced)
     reference = torch.index_select(twin_input, dim, torch.tensor(index))
     np.testing.assert_array_equal(out.to_numpy(), reference.detach().numpy())
-    check_gradients(backend, out, leaf, reference, twin, data.draw(arrays(out.shape, float64, special=False)), dtype)
+    check_gradients(backend, out, leaf, reference, twin, data.draw(edge_arrays(out.shape, float64, special=False)), dtype)
 
 
 # --- t[ids] ----------------------------------------------------------------------------------------------------------
 @given(st.sampled_from(sorted(DTYPES)), st.integers(1, 4), st.integers(0, 3), shapes(1, 2), st.data())
 def test_indexing_with_ids_matches_numpy_and_torch(backend, dtype_name, rows, width, ids_shape, data):
     dtype = DTYPES[dtype_name]
-    table_values = data.draw(arrays((rows, width), dtype))
+    table_values = data.draw(edge_arrays((rows, width), dtype))
     batch = data.draw(ids(ids_shape, rows))
     if data.draw(st.booleans()):
         batch = batch - rows * (batch % 2)  # some ids counted from the end
@@ -165,7 +158,7 @@ def test_indexing_with_ids_matches_numpy_and_torch(backend, dtype_name, rows, wi
     torch = pytest.importorskip("torch")
     twin, twin_table = torch_made(torch, raw, table is not leaf)
     reference = twin_table[torch.tensor(batch)]
-    check_gradients(backend, out, leaf, reference, twin, data.draw(arrays(out.shape, float64, special=False)), dtype)
+    check_gradients(backend, out, leaf, reference, twin, data.draw(edge_arrays(out.shape, float64, special=False)), dtype)
 
 
 def test_lookup_of_a_token_batch(backend):

@@ -8,12 +8,12 @@ import pytest
 from backends import BACKENDS
 from hypothesis import given
 from hypothesis import strategies as st
+from tensor_strategies import SPECIAL, arrays
 
 from minitorch import IndexingError, backend as backend_named, cat, stack, tensor, tril, triu, where
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
-SPECIAL = [0.0, 1.5, -2.0, math.nan, math.inf, -math.inf]
 
 
 def sizes(low: int = 0, high: int = 3):
@@ -24,17 +24,6 @@ def sizes(low: int = 0, high: int = 3):
 def shapes(draw, min_dims: int = 1, max_dims: int = 3, low: int = 0):
     "A shape of small sizes, empty dims included."
     return tuple(draw(st.lists(sizes(low), min_size=min_dims, max_size=max_dims)))
-
-
-@st.composite
-def arrays(draw, shape: tuple[int, ...], special: bool = False):
-    "Random values of `shape`, some of them nan and inf when `special`."
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    values = rng.normal(size=shape)
-    if special and values.size:
-        picks = rng.random(shape) < 0.3
-        values[picks] = rng.choice(SPECIAL, size=int(picks.sum()))
-    return values
 
 
 def leaf_and_input(values: np.ndarray, backend, sliced: bool, requires_grad: bool = True):
