@@ -179,12 +179,14 @@ class Tensor:
             return gradient
         # BEGIN SOLUTION 2.4
         full_shape = shape_broadcast(self.shape, gradient.shape)
-        full = self.backend.id_map(gradient, self.zeros(full_shape))
+        full = gradient if gradient.shape == full_shape else self.backend.id_map(gradient, self.zeros(full_shape))
         padded_shape = (1,) * (len(full_shape) - self.dims) + self.shape
         for dim, (full_size, own_size) in enumerate(zip(full_shape, padded_shape)):
             if own_size == 1 and full_size != 1:
                 full = self.backend.add_reduce(full, dim)
-        return self._new(TensorData(full._tensor._storage, self.shape))
+        if not full._tensor.is_contiguous():  # only size-1 dims to drop, from a gradient that is a view
+            full = self.backend.id_map(full)
+        return self._new(TensorData(full._tensor._storage, self.shape, offset=full._tensor.offset))
         # END SOLUTION
 
     def accumulate_derivative(self, x: "Tensor") -> None:

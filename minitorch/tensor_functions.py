@@ -371,8 +371,8 @@ class View(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
         (shape,) = ctx.saved_values
-        return grad_output._new(TensorData(grad_output.backend.id_map(grad_output)._tensor._storage, shape,
-                                           validate=False))
+        rows = grad_output if grad_output._tensor.is_contiguous() else grad_output.backend.id_map(grad_output)
+        return rows._new(TensorData(rows._tensor._storage, shape, offset=rows._tensor.offset, validate=False))
 
 
 class Copy(Function):
