@@ -28,7 +28,7 @@ from numba import cuda
 from numba.cuda.cudadrv.driver import device_memset
 
 from .tensor_data import (DeviceStorage, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
-                                   float64, index_to_position, stored_array, to_index)
+                                   float64, index_to_position, int64, stored_array, to_index)
 from .tensor_ops import BACKENDS, KernelOps, TensorBackend, fill_value
 
 if TYPE_CHECKING:
@@ -201,8 +201,9 @@ def fill_kernel(storage: Storage, value: float) -> None:
 class CudaStorage(DeviceStorage):
     "A tensor's flat storage in GPU memory, of one dtype; every copy to or from the host is counted in `transfers`."
 
-    def __init__(self, array: Any):
+    def __init__(self, array: Any, id_range: tuple[int, int] | None = None):
         self.array = array
+        self.id_range = id_range  # least and greatest value of uploaded int64 ids, until a kernel writes here
 
     @property
     def dtype(self) -> np.dtype:
@@ -214,7 +215,8 @@ class CudaStorage(DeviceStorage):
         "A GPU copy of the host array `values`, dtype kept (one of `DTYPES`; anything else becomes float64)."
         values = np.ascontiguousarray(stored_array(values))
         record_transfer("to_device", values.nbytes)
-        return CudaStorage(cuda.to_device(values))
+        id_range = (int(values.min()), int(values.max())) if values.dtype == int64 and values.size else None
+        return CudaStorage(cuda.to_device(values), id_range)
 
     @staticmethod
     def zeros(size: int, dtype: np.dtype = float64) -> "CudaStorage":
@@ -257,6 +259,7 @@ class CudaStorage(DeviceStorage):
     def __setitem__(self, position: int, value: float) -> None:
         position = self._check_position(position)
         record_transfer("to_device", self.dtype.itemsize)
+        self.id_range = None
         self.array[position:position + 1].copy_to_device(np.array([value], dtype=self.dtype))
 
     def to_host(self) -> Storage:
@@ -395,6 +398,7 @@ def launch(kernel: CudaKernel | KernelPerDtype, grid: tuple[Any, Any], datas: tu
     if not isinstance(datas[0]._storage, CudaStorage):
         raise TypeError(f"a CUDA kernel writes into GPU memory, but its output (shape {datas[0].shape}) is "
                         f"stored on the host: make it on the CUDA backend")
+    datas[0]._storage.id_range = None  # written by the kernel: the range measured at upload no longer holds
     if datas[0].size == 0:
         return
     if isinstance(kernel, KernelPerDtype):

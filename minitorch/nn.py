@@ -24,8 +24,9 @@ from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_dev
 from .cuda_ops import launch, map_launch
 from .module import Module
 from .tensor import Tensor, tensor
-from .tensor_data import IndexingError, Shape, Storage, Strides, float64
+from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
 from .tensor_functions import Function
+from .tensor_indexing import gather
 from .tensor_ops import SimpleBackend, TensorBackend
 
 # %% ../nbs/41_nn.ipynb #4ac97a66
@@ -329,6 +330,11 @@ def nll_loss(log_probs: Tensor, labels: Sequence[int] | np.ndarray | Tensor) -> 
     "The mean over the batch of -log_probs[n, labels[n]], for (N, C) log-probabilities."
     if log_probs.dims != 2:
         raise ValueError(f"nll_loss takes (N, C) log-probabilities, got shape {log_probs.shape}")
+    if isinstance(labels, Tensor) and labels.dtype == int64:  # ids in a tensor, maybe on the GPU: they stay there
+        if labels.shape != log_probs.shape[:1]:
+            raise ValueError(f"expected {log_probs.shape[0]} labels for a batch of {log_probs.shape[0]}, "
+                             f"got labels of shape {labels.shape}")
+        return -gather(log_probs, 1, labels.contiguous().view(labels.size, 1)).mean()
     indices = class_labels(labels, *log_probs.shape)
     # BEGIN SOLUTION 4.4
     one_hot = tensor(np.eye(log_probs.shape[1])[indices], backend=log_probs.backend, dtype=log_probs.dtype)

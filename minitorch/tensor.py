@@ -179,7 +179,8 @@ class Tensor:
             return gradient
         # BEGIN SOLUTION 2.4
         full_shape = shape_broadcast(self.shape, gradient.shape)
-        full = gradient if gradient.shape == full_shape else self.backend.id_map(gradient, self.zeros(full_shape))
+        same_place = gradient.shape == full_shape and gradient.backend is self.backend
+        full = gradient if same_place else self.backend.id_map(gradient, self.zeros(full_shape))
         padded_shape = (1,) * (len(full_shape) - self.dims) + self.shape
         for dim, (full_size, own_size) in enumerate(zip(full_shape, padded_shape)):
             if own_size == 1 and full_size != 1:

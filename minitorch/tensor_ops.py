@@ -254,6 +254,9 @@ def index_bounds(index: "Tensor") -> tuple[int, int]:
     backend, data = index.backend, index._tensor
     # a broadcast dim (stride 0) repeats the same ids: look at each id once
     own = [(size, step) for size, step in zip(data.shape, data.strides) if step != 0]
+    known = getattr(data._storage, "id_range", None)
+    if known is not None and math.prod(size for size, _ in own) == len(data._storage):
+        return known  # every uploaded id, measured on the host before the upload
     distinct = index._new(TensorData(data._storage, tuple(size for size, _ in own) or (1,),
                                      tuple(step for _, step in own) or (1,), data.offset, validate=False))
     flat = index._new(TensorData(backend.id_map(distinct)._tensor._storage, (distinct.size,), validate=False))

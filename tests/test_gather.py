@@ -250,17 +250,30 @@ def test_errors_name_what_was_wrong(backend):
         table[long([0]), long([1])]
 
 
-def test_a_lookup_copies_two_numbers_on_cuda(backend):
-    "On the CUDA backend, checking an index copies its least and greatest value to the host, and nothing else."
+def test_a_lookup_copies_two_numbers_on_cuda_unless_its_ids_were_uploaded(backend):
+    "On the CUDA backend, uploaded ids were measured on the host; ids made on the GPU copy their least and greatest."
     if not isinstance(backend.storage.zeros(1), minitorch.CudaStorage):
         pytest.skip("only the CUDA backend copies")
     embedding = Embedding(4, 3, backend=backend)
     batch = tensor([[3, 1], [3, 0]], backend=backend, dtype=int64)
-    embedding(batch)  # the first lookup uploads each shape and strides once
+    computed = batch + 0   # the same ids, written by a kernel: their range is not known
+    for ids in (batch, computed):
+        embedding(ids)  # the first lookup uploads each shape and strides once
     with count_transfers() as copies:
         out = embedding(batch)
     assert out.shape == (2, 2, 3)
-    assert (copies.to_host_calls, copies.to_host_bytes, copies.to_device_calls) == (1, 16, 0), copies
+    assert (copies.to_host_calls, copies.to_device_calls) == (0, 0), copies
+    with count_transfers() as copies:
+        again = embedding(computed)
+    assert (copies.to_host_calls, copies.to_host_bytes) == (1, 16), copies
+    np.testing.assert_array_equal(again.to_numpy(), out.to_numpy())
+    batch[0, 0] = 7.0   # a write from the host forgets the range: the check finds the 7
+    with pytest.raises(IndexingError, match="index 7 is out of range"):
+        embedding(batch)
+    after_kernel = tensor([[0, 1]], backend=backend, dtype=int64)
+    backend.id_map(tensor([[9, 9]], backend=backend, dtype=int64), after_kernel)   # a kernel writes 9s into it
+    with pytest.raises(IndexingError, match="index 9 is out of range"):
+        embedding(after_kernel)
 
 
 @pytest.mark.parametrize("dtype_name", sorted(DTYPES))
