@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['Function', 'Neg', 'Inv', 'Add', 'Mul', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ', 'IsClose', 'Cast', 'Permute',
-           'View', 'Copy', 'GetItem', 'basic_index', 'Sum', 'All', 'matrix_product', 'MatMul', 'grad_check']
+           'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index', 'Sum', 'All', 'batch_of_matrices',
+           'matrix_product', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import math
@@ -19,7 +20,7 @@ from .autodiff import Context
 from .derivatives import central_difference
 from .tensor import History, Tensor, tensor
 from .tensor_data import (IndexingError, TensorData, as_dtype, float32, float64, index_view, int64,
-                                   is_floating)
+                                   is_floating, shape_broadcast)
 
 # %% ../nbs/23_tensor_functions.ipynb #de16504b
 class Function:
@@ -397,10 +398,37 @@ def permute(self: Tensor, *order: int | Sequence[int]) -> Tensor:
     return Permute.apply(self, order=_flat_ints(order))
 
 
+def inferred_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
+    "`shape` with its one -1 (if any) replaced by the size that makes `size` elements, as in `torch.view`."
+    if shape.count(-1) > 1:
+        raise IndexingError(f"only one dimension can be -1, got shape {shape}")
+    if -1 not in shape:
+        return shape
+    known = math.prod(entry for entry in shape if entry != -1)
+    if known == 0 or size % known:
+        raise IndexingError(f"cannot view a tensor of {size} elements as {shape}: "
+                            f"{size} is not a multiple of {known}")
+    return tuple(size // known if entry == -1 else entry for entry in shape)
+
+
 @patch
 def view(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
-    "The same elements seen with another shape of the same size (the tensor must be contiguous)."
-    return View.apply(self, shape=_flat_ints(shape))
+    "The same elements seen with another shape of the same size (one entry may be -1; the tensor must be contiguous)."
+    return View.apply(self, shape=inferred_shape(_flat_ints(shape), self.size))
+
+
+@patch
+def reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    "The same elements in another shape: a view when the tensor is contiguous, else a view of a copy."
+    return self.contiguous().view(*shape)
+
+
+@patch
+def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    "A view with dims `dim0` and `dim1` swapped."
+    order = list(range(self.dims))
+    order[self._dim(dim0)], order[self._dim(dim1)] = order[self._dim(dim1)], order[self._dim(dim0)]
+    return self.permute(*order)
 
 
 @patch
@@ -521,13 +549,34 @@ def _transpose(a: "Tensor") -> "Tensor":
     return a._new(a._tensor.permute(*order))
 
 
+def batch_of_matrices(a: "Tensor", batch: tuple[int, ...]) -> "Tensor":
+    "`a` (..., n, m) as one (prod(batch), n, m) batch for the kernels: a view if its batch dims merge, else a copy."
+    if a.dims == 2:
+        return a  # the kernels broadcast a matrix over the batch themselves
+    data = a._tensor
+    strides = data.strides[:-2]
+    merges = all(strides[d] == strides[d + 1] * a.shape[d + 1] for d in range(len(strides) - 1))
+    if a.shape[:-2] != batch or not merges:  # broadcast, or dims a permute left out of order: copy row-major
+        a = a.backend.id_map(a, a.zeros((*batch, *a.shape[-2:])))
+        data = a._tensor
+    shape = (math.prod(batch), *a.shape[-2:])
+    return a._new(TensorData(data._storage, shape, (data.strides[-3], *data.strides[-2:]), data.offset, validate=False))
+
+
 def matrix_product(a: "Tensor", b: "Tensor") -> "Tensor":
-    "`a @ b` for 2-D or 3-D tensors on `a`'s backend, which checks the shapes."
-    return a.backend.matrix_multiply(a, b)
+    "`a @ b` on `a`'s backend: 2-D or 3-D tensors go to its kernel as they are, more batch dims merged into one."
+    if a.dims <= 3 and b.dims <= 3 or a.dims < 2 or b.dims < 2:
+        return a.backend.matrix_multiply(a, b)  # which checks the shapes
+    if a.shape[-1] != b.shape[-2]:
+        raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
+                            f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
+    batch = shape_broadcast(a.shape[:-2], b.shape[:-2])
+    out = a.backend.matrix_multiply(batch_of_matrices(a, batch), batch_of_matrices(b, batch))
+    return out._new(TensorData(out._tensor._storage, (*batch, a.shape[-2], b.shape[-1]), validate=False))
 
 
 class MatMul(Function):
-    "The matrix product `a @ b` (2-D or batched 3-D)."
+    "The matrix product `a @ b` of matrices or batches of them (any number of batch dims, broadcast)."
 
     @staticmethod
     def forward(ctx: Context, a: "Tensor", b: "Tensor") -> "Tensor":

@@ -91,3 +91,13 @@ def test_strides_past_the_storage_and_bad_shape_entries(backend):
             zeros(shape, backend=backend)
         with pytest.raises(IndexingError, match=r"not integers >= 0: " + bad):
             rand(shape, backend=backend)
+
+
+def test_view_with_a_wrong_minus_one(backend):
+    x = rand((2, 3), backend=backend)
+    with pytest.raises(IndexingError, match=r"only one dimension can be -1"):
+        x.view(-1, -1)
+    with pytest.raises(IndexingError, match=r"6 elements as \(4, -1\): 6 is not a multiple of 4"):
+        x.view(4, -1)
+    with pytest.raises(IndexingError, match=r"batch sizes|broadcast"):
+        rand((2, 3, 2, 2), backend=backend) @ rand((4, 3, 2, 2), backend=backend)

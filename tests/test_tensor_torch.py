@@ -147,3 +147,44 @@ def test_reductions_over_long_dimensions(backend, shape, dim, keepdim):
         ours.backward(tensor(weights, backend=backend).view(*ours.shape))
         theirs.backward(torch.tensor(weights))
     close(ours_leaf.grad, theirs_leaf.grad)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_matmul_with_several_batch_dims(backend, data):
+    "Two or three batch dims, each broadcast from 1 or not, inputs stored permuted or not, as torch.matmul."
+    rows, inner, cols = (data.draw(st.integers(min_value=1, max_value=3)) for _ in range(3))
+    batch = data.draw(st.lists(st.integers(min_value=1, max_value=3), min_size=2, max_size=3))
+    a_batch = [data.draw(st.sampled_from([size, 1])) for size in batch]
+    b_batch = [data.draw(st.sampled_from([size, 1])) for size in batch][data.draw(st.integers(0, len(batch))):]
+    pairs = []
+    for shape in ((*a_batch, rows, inner), (*b_batch, inner, cols)):
+        permuted = data.draw(st.booleans())
+        stored_shape = tuple(reversed(shape)) if permuted else shape
+        pairs.append(leaf_pair(backend, data.draw(tensors(backend, stored_shape, bounded)).to_numpy(), permuted))
+    (a_leaf, a_torch_leaf, a, a_torch), (b_leaf, b_torch_leaf, b, b_torch) = pairs
+    ours, theirs = (a @ b).sigmoid(), (a_torch @ b_torch).sigmoid()
+    assert ours.shape == tuple(theirs.shape)
+    close(ours, theirs)
+    ours.sum().backward()
+    theirs.sum().backward()
+    close(a_leaf.grad, a_torch_leaf.grad)
+    close(b_leaf.grad, b_torch_leaf.grad)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_reshape_transpose_and_view_with_minus_one(backend, data):
+    shape = tuple(data.draw(st.lists(st.integers(min_value=1, max_value=3), min_size=2, max_size=4)))
+    raw = data.draw(tensors(backend, shape, bounded)).to_numpy()
+    ours, theirs = tensor(raw, backend=backend, requires_grad=True), torch.tensor(raw, requires_grad=True)
+    dim0, dim1 = data.draw(st.integers(-len(shape), len(shape) - 1)), data.draw(st.integers(-len(shape), len(shape) - 1))
+    keep = data.draw(st.integers(0, len(shape) - 1))
+    new_shape = (*shape[:keep], -1)
+    ours_out = ours.transpose(dim0, dim1).reshape(*new_shape).sigmoid().contiguous().view(-1)
+    theirs_out = theirs.transpose(dim0, dim1).reshape(*new_shape).sigmoid().contiguous().view(-1)
+    close(ours_out, theirs_out)
+    weights = np.arange(ours_out.size, dtype=float)
+    ours_out.backward(tensor(weights, backend=backend))
+    theirs_out.backward(torch.tensor(weights))
+    close(ours.grad, theirs.grad)
