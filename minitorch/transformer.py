@@ -67,8 +67,9 @@ Tensor.rsqrt = rsqrt
 # %% ../nbs/53_transformer.ipynb #ef204c5c
 def normalized_dims(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
     "`normalized_shape` as a tuple of sizes (an int means one dim), or a ValueError."
-    dims = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
-    if not dims or not all(isinstance(size, (int, np.integer)) and size > 0 for size in dims):
+    dims = tuple(normalized_shape) if isinstance(normalized_shape, Sequence) else (normalized_shape,)
+    if not dims or not all(isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size > 0
+                           for size in dims):
         raise ValueError(f"normalized_shape must be one or more positive sizes, got {normalized_shape!r}")
     return tuple(int(size) for size in dims)
 
