@@ -72,6 +72,44 @@ def chunk_bounds(chunk: int, chunks: int, size: int) -> tuple[int, int]:
     "The first and one-past-last ordinal of chunk `chunk` when `size` ordinals are cut into `chunks`."
     return chunk * size // chunks, (chunk + 1) * size // chunks
 
+
+@njit(inline="always")
+def map_line(fn, out: Storage, out_start: int, out_step: int, a: Storage, a_start: int, a_step: int,
+             length: int) -> None:
+    "`fn` of one line of `a` into one line of `out`; steps of 1 and 0 get loops the compiler can vectorise."
+    if out_step == 1 and a_step == 1:
+        out_line, a_line = out[out_start:out_start + length], a[a_start:a_start + length]
+        for step in range(length):
+            out_line[step] = fn(a_line[step])
+    elif out_step == 1 and a_step == 0:
+        out_line, value = out[out_start:out_start + length], fn(a[a_start])
+        for step in range(length):
+            out_line[step] = value
+    else:
+        for step in range(length):
+            out[out_start + step * out_step] = fn(a[a_start + step * a_step])
+
+
+@njit(inline="always")
+def zip_line(fn, out: Storage, out_start: int, out_step: int, a: Storage, a_start: int, a_step: int,
+             b: Storage, b_start: int, b_step: int, length: int) -> None:
+    "`fn` of one line of `a` and one of `b` into one line of `out`, with the unit and broadcast (0) steps fast."
+    if out_step == 1 and a_step == 1 and b_step == 1:
+        out_line, a_line, b_line = out[out_start:out_start + length], a[a_start:a_start + length], b[b_start:b_start + length]
+        for step in range(length):
+            out_line[step] = fn(a_line[step], b_line[step])
+    elif out_step == 1 and a_step == 1 and b_step == 0:
+        out_line, a_line, b_value = out[out_start:out_start + length], a[a_start:a_start + length], b[b_start]
+        for step in range(length):
+            out_line[step] = fn(a_line[step], b_value)
+    elif out_step == 1 and a_step == 0 and b_step == 1:
+        out_line, a_value, b_line = out[out_start:out_start + length], a[a_start], b[b_start:b_start + length]
+        for step in range(length):
+            out_line[step] = fn(a_value, b_line[step])
+    else:
+        for step in range(length):
+            out[out_start + step * out_step] = fn(a[a_start + step * a_step], b[b_start + step * b_step])
+
 # %% ../nbs/30_fast_ops.ipynb #b39e45b8
 PARALLEL_WORK = 2**20
 "Kernels with fewer element operations than this run on one thread: starting the others costs more."
@@ -154,8 +192,7 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
                     broadcast_index(out_index, out_shape, in_shape, in_index)
                     out_position = index_to_position(out_index, out_strides)
                     in_position = index_to_position(in_index, in_strides)
-                    for step in range(length):
-                        out_storage[out_position + step * out_step] = fn(in_storage[in_position + step * in_step])
+                    map_line(fn, out_storage, out_position, out_step, in_storage, in_position, in_step, length)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(map_kernel)
@@ -193,9 +230,8 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
                     out_position = index_to_position(out_index, out_strides)
                     a_position = index_to_position(a_index, a_strides)
                     b_position = index_to_position(b_index, b_strides)
-                    for step in range(length):
-                        out_storage[out_position + step * out_step] = fn(a_storage[a_position + step * a_step],
-                                                                         b_storage[b_position + step * b_step])
+                    zip_line(fn, out_storage, out_position, out_step, a_storage, a_position, a_step,
+                             b_storage, b_position, b_step, length)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(zip_kernel)
