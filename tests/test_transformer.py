@@ -10,8 +10,8 @@ import minitorch
 from minitorch.module import Module, Parameter
 from minitorch.nn import Linear
 from minitorch.tensor_indexing import Embedding
-from minitorch.transformer import (GELU, AdamW, Gelu, LayerNorm, Rsqrt, clip_grad_norm_, gelu, layer_norm,
-                                   lr_schedule, rsqrt, weight_decay_groups)
+from minitorch.transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, Rsqrt, clip_grad_norm_, gelu, gpt_init_,
+                                   layer_norm, lr_schedule, renew_, rsqrt, weight_decay_groups)
 
 from backends import BACKENDS
 from tensor_strategies import arrays
@@ -426,3 +426,191 @@ def test_clip_grad_norm_without_gradients_and_errors():
         clip_grad_norm_([parameter], -1.0)
     with pytest.raises(ValueError, match="max_norm must be at least 0"):
         clip_grad_norm_([parameter], math.nan)
+
+
+# --- the MLP and the block ------------------------------------------------------------------------------------
+
+def randomised(module: Module, seed: int) -> Module:
+    "`module` with every parameter drawn from N(0, 0.5^2) (LayerNorm gains around 1), so that nothing is special."
+    rng = np.random.default_rng(seed)
+    for name, parameter in module.named_parameters():
+        centre = 1.0 if name.startswith(("ln_", "norm")) and name.endswith("weight") else 0.0
+        renew_(parameter, centre + rng.normal(0.0, 0.5, size=parameter.value.shape))
+    return module
+
+
+if torch is not None:
+    class TorchAttention(torch.nn.Module):
+        "nanoGPT's causal self-attention: one Linear to q, k, v (heads side by side), softmax(q k^T / sqrt(d)) v, proj."
+
+        def __init__(self, n_embd: int, n_head: int, bias: bool):
+            super().__init__()
+            self.n_head = n_head
+            self.qkv = torch.nn.Linear(n_embd, 3 * n_embd, bias=bias)
+            self.proj = torch.nn.Linear(n_embd, n_embd, bias=bias)
+
+        def forward(self, x):
+            batch, length, n_embd = x.shape
+            q, k, v = (part.view(batch, length, self.n_head, n_embd // self.n_head).transpose(1, 2)
+                       for part in self.qkv(x).split(n_embd, dim=2))
+            mixed = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(mixed.transpose(1, 2).reshape(batch, length, n_embd))
+
+    class TorchMLP(torch.nn.Module):
+        "GPT-2's MLP: Linear C -> 4C, GELU, Linear 4C -> C."
+
+        def __init__(self, n_embd: int, bias: bool):
+            super().__init__()
+            self.fc = torch.nn.Linear(n_embd, 4 * n_embd, bias=bias)
+            self.proj = torch.nn.Linear(4 * n_embd, n_embd, bias=bias)
+
+        def forward(self, x):
+            return self.proj(torch.nn.functional.gelu(self.fc(x)))
+
+    class TorchBlock(torch.nn.Module):
+        "GPT-2's pre-norm block, with the parameter names of ours."
+
+        def __init__(self, n_embd: int, n_head: int, bias: bool):
+            super().__init__()
+            self.ln_1 = torch.nn.LayerNorm(n_embd, bias=bias)
+            self.attn = TorchAttention(n_embd, n_head, bias)
+            self.ln_2 = torch.nn.LayerNorm(n_embd, bias=bias)
+            self.mlp = TorchMLP(n_embd, bias)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+
+def torch_copy(module: Module, reference: "torch.nn.Module", torch_dtype) -> "torch.nn.Module":
+    "`reference` in `torch_dtype` holding `module`'s parameter values, loaded by name (every name must match)."
+    reference = reference.to(torch_dtype)
+    state = {name: torch.tensor(parameter.value.to_numpy()) for name, parameter in module.named_parameters()}
+    reference.load_state_dict(state, strict=True)
+    return reference
+
+
+def compare_with_torch(module: Module, reference: "torch.nn.Module", values: np.ndarray, backend, dtype, name: str,
+                       tolerance: float) -> None:
+    "Forward and backward of a weighted sum of the outputs, ours against PyTorch's: output, input and parameter grads."
+    upstream = np.random.default_rng(7).normal(size=values.shape).astype(name)
+    x = ours(values, backend, dtype)
+    out = module(x)
+    (out * ours(upstream, backend, dtype, grad=False)).sum().backward()
+    expected_x = torch_of(values)
+    expected = reference(expected_x)
+    (expected * torch.tensor(upstream)).sum().backward()
+    assert out.shape == values.shape and out.dtype == dtype
+    close(out, expected, tolerance, "output")
+    close(x.grad, expected_x.grad, tolerance, "input gradient")
+    gradients = dict(reference.named_parameters())
+    for parameter_name, parameter in module.named_parameters():
+        close(parameter.value.grad, gradients[parameter_name].grad, tolerance, parameter_name)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=10)
+@given(data=st.data(), leading=st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple),
+       n_embd=st.integers(1, 6), bias=st.booleans(), seed=st.integers(0, 100))
+def test_mlp_against_torch(backend, dtype, data, leading, n_embd, bias, seed):
+    dtype, name, tolerance = dtype
+    mlp = randomised(MLP(n_embd, bias=bias, seed=seed, backend=backend, dtype=dtype), seed)
+    reference = torch_copy(mlp, TorchMLP(n_embd, bias), getattr(torch, name))
+    compare_with_torch(mlp, reference, data.draw(arrays((*leading, n_embd), name)), backend, dtype, name, tolerance)
+
+
+@pytest.mark.task("5.6")
+@needs_torch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=10)
+@given(data=st.data(), batch=st.integers(1, 2), length=st.integers(1, 4), n_head=st.integers(1, 2),
+       head_size=st.integers(1, 3), bias=st.booleans(), seed=st.integers(0, 100))
+def test_block_against_torch(backend, dtype, data, batch, length, n_head, head_size, bias, seed):
+    dtype, name, tolerance = dtype
+    n_embd = n_head * head_size
+    block = randomised(Block(n_embd, n_head, bias=bias, seed=seed, backend=backend, dtype=dtype), seed)
+    reference = torch_copy(block, TorchBlock(n_embd, n_head, bias), getattr(torch, name))
+    values = data.draw(arrays((batch, length, n_embd), name))
+    compare_with_torch(block, reference, values, backend, dtype, name, tolerance * 10 if name == "float32" else tolerance)
+
+
+@pytest.mark.task("5.6")
+def test_block_gradients_by_central_differences():
+    rng = np.random.default_rng(4)
+    block = randomised(Block(6, 2, seed=1, backend=minitorch.FastBackend), 1)
+    mixing = minitorch.tensor(rng.normal(size=(2, 3, 6)), backend=minitorch.FastBackend)
+    minitorch.grad_check(lambda x: block(x) * mixing,
+                         minitorch.tensor(rng.normal(size=(2, 3, 6)), backend=minitorch.FastBackend), samples=12)
+    inputs = minitorch.tensor(rng.normal(size=(2, 3, 6)), backend=minitorch.FastBackend)
+    for layer in (block.ln_1, block.attn.qkv, block.mlp.fc, block.mlp.proj):   # a weight as the argument
+        def through(weight, layer=layer):
+            layer.weight.update(weight)
+            return block(inputs) * mixing
+        minitorch.grad_check(through, layer.weight.value.detach(), samples=6)
+
+
+@pytest.mark.task("5.6")
+@settings(max_examples=15)
+@given(data=st.data(), length=st.integers(2, 5))
+def test_block_without_positions_sees_the_past_as_a_set(data, length):
+    block = randomised(Block(4, 2, backend=minitorch.FastBackend), data.draw(st.integers(0, 100)))
+    values = data.draw(arrays((1, length, 4)))
+    order = data.draw(st.permutations(range(length - 1)))
+    last = [block(minitorch.tensor(sequence, backend=minitorch.FastBackend)).to_numpy()[0, -1]
+            for sequence in (values, values[:, [*order, length - 1]])]
+    np.testing.assert_allclose(last[0], last[1], rtol=1e-10, atol=1e-12)
+    positions = Embedding(length, 4, seed=3, backend=minitorch.FastBackend)
+    where = positions(minitorch.tensor(np.arange(length), backend=minitorch.FastBackend, dtype=minitorch.int64))
+    with_positions = [block(minitorch.tensor(sequence, backend=minitorch.FastBackend) + where).to_numpy()[0, -1]
+                      for sequence in (values, values[:, [*order, length - 1]])]
+    moved = any(position != index for index, position in enumerate(order))
+    assert moved == (np.abs(with_positions[0] - with_positions[1]).max() > 1e-9)
+
+
+@pytest.mark.task("5.6")
+def test_block_dropout_is_off_in_eval_mode_and_errors():
+    block, plain = (Block(8, 2, dropout=rate, seed=5, backend=minitorch.FastBackend) for rate in (0.5, 0.0))
+    values = minitorch.tensor(np.random.default_rng(0).normal(size=(2, 3, 8)), backend=minitorch.FastBackend)
+    np.testing.assert_array_equal(block.eval()(values).to_numpy(), plain(values).to_numpy())
+    assert not np.allclose(block.train()(values).to_numpy(), plain(values).to_numpy())
+    assert block.mlp.dropout.rate == 0.5
+    with pytest.raises(ValueError, match=r"takes a \(B, T, 8\) input, got shape \(3, 8\)"):
+        plain(minitorch.tensor(np.zeros((3, 8)), backend=minitorch.FastBackend))
+    with pytest.raises(ValueError, match=r"got shape \(1, 3, 4\)"):
+        plain(minitorch.tensor(np.zeros((1, 3, 4)), backend=minitorch.FastBackend))
+    names = [name for name, _ in Block(4, 2, bias=False).named_parameters()]
+    assert names == ["ln_1.weight", "attn.qkv.weight", "attn.proj.weight", "ln_2.weight", "mlp.fc.weight",
+                     "mlp.proj.weight"]
+
+
+# --- initialisation -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_layer", [1, 4])
+def test_gpt_init(n_layer):
+    stack = minitorch.Sequential(Embedding(50, 64, backend=minitorch.FastBackend, dtype=minitorch.float32),
+                                 *(Block(64, 4, seed=layer, backend=minitorch.FastBackend, dtype=minitorch.float32)
+                                   for layer in range(n_layer)))
+    for parameter in stack.parameters():   # biases and norms away from their defaults, to see that they are reset
+        renew_(parameter, parameter.value.to_numpy() + 1.0)
+    assert gpt_init_(stack, n_layer, seed=3) is stack
+    residual_std = 0.02 / math.sqrt(2 * n_layer)
+    for name, parameter in stack.named_parameters():
+        values = parameter.value.to_numpy()
+        assert parameter.value.dtype == minitorch.float32 and parameter.value.backend is minitorch.FastBackend
+        if name.endswith("proj.weight"):
+            assert abs(values.mean()) < 0.1 * residual_std and abs(values.std() / residual_std - 1) < 0.05, name
+        elif name.startswith("0.") or name.endswith(("fc.weight", "qkv.weight")):
+            assert abs(values.mean()) < 0.002 and abs(values.std() / 0.02 - 1) < 0.05, name
+        elif name.split(".")[-2].startswith("ln_"):   # LayerNorms are left as they were
+            np.testing.assert_array_equal(values, 2.0 if name.endswith("weight") else 1.0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(values, 0.0, err_msg=name)   # Linear biases
+    again = gpt_init_(minitorch.Sequential(Block(64, 4, seed=9, backend=minitorch.FastBackend)), n_layer, seed=3)
+    first = gpt_init_(minitorch.Sequential(Block(64, 4, seed=1, backend=minitorch.FastBackend)), n_layer, seed=3)
+    for (name, one), (_, other) in zip(again.named_parameters(), first.named_parameters()):
+        np.testing.assert_array_equal(one.value.to_numpy(), other.value.to_numpy(), err_msg=name)
+    with pytest.raises(ValueError, match="n_layer >= 1"):
+        gpt_init_(stack, 0)
