@@ -224,6 +224,7 @@ class Block(Module):
         self.attn = CausalSelfAttention(n_embd, n_head, dropout=dropout, bias=bias, seed=seed, backend=backend,
                                         dtype=dtype)
         self.ln_2 = LayerNorm(n_embd, bias=bias, backend=backend, dtype=dtype)
+        # seeds well clear of those the attention draws with (seed to seed + 3): no two layers share random numbers
         self.mlp = MLP(n_embd, dropout=dropout, bias=bias, seed=seed + 10, backend=backend, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
