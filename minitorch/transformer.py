@@ -129,56 +129,57 @@ SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
 
 
-def float_gelu(x: float) -> float:
-    "GELU of the number `x`: x * Phi(x), with Phi the standard normal CDF."
-    return 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
+def normal_gate(x: float) -> float:
+    "Phi(x), the standard normal CDF at the number `x`: the gate of exact GELU."
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
-def gelu_back(x: float, d: float) -> float:
-    "`d` times GELU's derivative at `x`: Phi(x) + x * phi(x)."
-    return d * (0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) + x * math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi))
+def normal_gate_slope(x: float, gate: float) -> float:
+    "The derivative of x * Phi(x) at `x`, given gate = Phi(x): Phi(x) + x * phi(x)."
+    return gate + x * math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
-def float_gelu_tanh(x: float) -> float:
-    "GELU of the number `x` in the tanh form of GPT-2."
-    return 0.5 * x * (1.0 + math.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
+def tanh_gate(x: float) -> float:
+    "The gate of GPT-2's tanh form of GELU at the number `x`: (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2."
+    return 0.5 * (1.0 + math.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
 
 
-def gelu_tanh_back(x: float, d: float) -> float:
-    "`d` times the derivative of the tanh form of GELU at `x`."
-    tanh = math.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x))
-    return d * (0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * x * x))
+def tanh_gate_slope(x: float, gate: float) -> float:
+    "The derivative of x * tanh_gate(x) at `x`, given the gate: gate + x * 2 gate (1 - gate) * d(inner)/dx."
+    return gate + x * 2.0 * gate * (1.0 - gate) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * x * x)
 
 
-GELU_FORMS = {"none": (float_gelu, gelu_back), "tanh": (float_gelu_tanh, gelu_tanh_back)}
+GELU_GATES = {"none": (normal_gate, normal_gate_slope), "tanh": (tanh_gate, tanh_gate_slope)}
 
 
 @functools.cache
 def gelu_kernels(backend: TensorBackend, approximate: str) -> tuple:
-    "The backend's map and backward zip of one form of GELU (\"none\": exact, \"tanh\"), compiled once."
-    forward, backward = GELU_FORMS[approximate]
-    return floating_map(backend.ops.map(forward), backend.id_map), backend.ops.zip(backward)
+    "The backend's map of one form's gate and zip of its slope (\"none\": exact, \"tanh\"), compiled once."
+    gate, slope = GELU_GATES[approximate]
+    return backend.ops.map(gate), backend.ops.zip(slope)
 
 # %% ../nbs/53_transformer.ipynb #ed97754d
 class Gelu(Function):
-    "GELU of every element, exact (`approximate=\"none\"`) or in the tanh form (`\"tanh\"`)."
+    "GELU of every element of a float tensor, x times its gate: exact (`approximate=\"none\"`) or the tanh form."
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, approximate: str) -> Tensor:
-        ctx.save_for_backward(a, approximate)
-        return gelu_kernels(a.backend, approximate)[0](a)
+        gate = gelu_kernels(a.backend, approximate)[0](a)
+        ctx.save_for_backward(a, gate, approximate)
+        return a.backend.mul_zip(a, gate)
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
-        a, approximate = ctx.saved_values
-        return gelu_kernels(grad_output.backend, approximate)[1](a, grad_output)
+        a, gate, approximate = ctx.saved_values
+        backend = grad_output.backend
+        return backend.mul_zip(gelu_kernels(backend, approximate)[1](a, gate), grad_output)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     "GELU of every element, x * Phi(x), as `torch.nn.functional.gelu`: exact, or `approximate=\"tanh\"`."
-    if approximate not in GELU_FORMS:
+    if approximate not in GELU_GATES:
         raise ValueError(f"gelu's approximate must be 'none' or 'tanh', got {approximate!r}")
-    return Gelu.apply(input, approximate=approximate)
+    return Gelu.apply(input if is_floating(input.dtype) else input.to(float64), approximate=approximate)
 
 
 class GELU(Module):
@@ -186,7 +187,7 @@ class GELU(Module):
 
     def __init__(self, approximate: str = "none"):
         super().__init__()
-        if approximate not in GELU_FORMS:
+        if approximate not in GELU_GATES:
             raise ValueError(f"GELU's approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
