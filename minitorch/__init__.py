@@ -41,6 +41,7 @@ from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabular
                             get_batch, names_list, sample, sequence_loss, shakespeare_plays, split_plays)
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
+from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
 
 __version__ = "0.1.0"
 
@@ -72,4 +73,5 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "shakespeare_plays", "names_list", "TextDataNotFoundError", "Vocabulary", "split_plays", "get_batch",
            "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",
-           "MLPLanguageModel", "examples_loss", "sample_name"]
+           "MLPLanguageModel", "examples_loss", "sample_name",
+           "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention"]

@@ -24,7 +24,7 @@ from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_dev
 from .cuda_ops import launch, map_launch
 from .module import Module
 from .tensor import Tensor, tensor
-from .tensor_data import IndexingError, Shape, Storage, Strides
+from .tensor_data import IndexingError, Shape, Storage, Strides, float64
 from .tensor_functions import Function
 from .tensor_ops import SimpleBackend, TensorBackend
 
@@ -350,49 +350,49 @@ def fans(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
-                   backend: TensorBackend = SimpleBackend) -> Tensor:
+                   backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "Glorot-uniform weights: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend)
+    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
 def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
-                  backend: TensorBackend = SimpleBackend) -> Tensor:
+                  backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "Glorot-normal weights: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
-    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend)
+    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
 def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int | np.random.Generator | None = None,
-                    backend: TensorBackend = SimpleBackend) -> Tensor:
+                    backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "He-uniform weights for ReLU layers: U(-b, b) with b = gain * sqrt(3 / fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(3.0 / fan_in)
-    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend)
+    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
 def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int | np.random.Generator | None = None,
-                   backend: TensorBackend = SimpleBackend) -> Tensor:
+                   backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "He-normal weights for ReLU layers: N(0, std^2) with std = gain / sqrt(fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
     std = gain / math.sqrt(fan_in)
-    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend)
+    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
 def zeros_init(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
-               backend: TensorBackend = SimpleBackend) -> Tensor:
+               backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "All zeros (the default for biases); `gain` and `rng` are accepted so that every initialiser is called alike."
-    return tensor(np.zeros(tuple(shape)), backend=backend)
+    return tensor(np.zeros(tuple(shape)), backend=backend, dtype=dtype)
 
 # %% ../nbs/41_nn.ipynb #e2e75f71
 Initialiser = Callable[..., Tensor]
@@ -402,17 +402,20 @@ class Linear(Module):
     "PyTorch's Linear: out = input @ weight.T + bias, with weight (out_features, in_features)."
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, init: Initialiser = kaiming_uniform,
-                 seed: int = 0, backend: TensorBackend = SimpleBackend):
+                 seed: int = 0, backend: TensorBackend = SimpleBackend, dtype: object = float64):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend))
-        self.bias = self.add_parameter("bias", zeros_init((out_features,), backend=backend)) if bias else None
+        self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend, dtype=dtype))
+        self.bias = self.add_parameter("bias", zeros_init((out_features,), backend=backend, dtype=dtype)) if bias else None
 
     def forward(self, input: Tensor) -> Tensor:
-        "The outputs for an (N, in_features) batch: shape (N, out_features)."
-        if input.dims != 2 or input.shape[1] != self.in_features:
+        "The outputs for an (N, in_features) batch: shape (N, out_features); any (*, in_features) gives (*, out_features)."
+        if input.shape[-1] != self.in_features:
             raise ValueError(f"Linear(in_features={self.in_features}) takes an (N, {self.in_features}) input, "
-                             f"got shape {input.shape}")
+                             f"got shape {input.shape}: the last dim must be {self.in_features} (any dims before it)")
+        if input.dims != 2:  # the rows of a 2-D view, one product for all of them, seen with the leading dims again
+            rows = input.contiguous().view(math.prod(input.shape[:-1]), self.in_features)
+            return self.forward(rows).view(*input.shape[:-1], self.out_features)
         # BEGIN SOLUTION 4.5
         out = input @ self.weight.value.permute(1, 0)
         return out if self.bias is None else out + self.bias.value

@@ -1,0 +1,316 @@
+"""Attention (chapter 5): scaled dot-product attention and CausalSelfAttention against PyTorch, masks, gradients by
+central differences, the errors, and Linear on (*, in_features) inputs."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minitorch
+from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
+from minitorch.nn import Linear
+from minitorch.tensor_indexing import tril
+from backends import BACKENDS
+
+try:
+    import torch
+except ImportError:   # the parity tests skip without PyTorch
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+DTYPES = [pytest.param((minitorch.float64, np.float64, 1e-6), id="float64"),
+          pytest.param((minitorch.float32, np.float32, 1e-4), id="float32")]
+
+
+def made(values: np.ndarray, backend, dtype, requires_grad: bool = False) -> minitorch.Tensor:
+    "`values` as a minitorch tensor of `dtype` on `backend`."
+    return minitorch.tensor(values, backend=backend, dtype=dtype, requires_grad=requires_grad)
+
+
+def close(ours: minitorch.Tensor | np.ndarray, theirs, tolerance: float, what: str = "") -> None:
+    "Assert that a minitorch tensor (or array) and a torch tensor agree to `tolerance`, relative and absolute."
+    ours = ours.to_numpy() if isinstance(ours, minitorch.Tensor) else ours
+    theirs = theirs.detach().numpy() if torch is not None and isinstance(theirs, torch.Tensor) else theirs
+    np.testing.assert_allclose(ours, theirs, rtol=tolerance, atol=tolerance, err_msg=what)
+
+
+@st.composite
+def attention_cases(draw):
+    "Shapes (batch dims, L, S, E, Ev), a mask kind and a scale for one attention."
+    batch = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    length, source = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    features, value_features = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    mask = draw(st.sampled_from(["none", "causal", "full", "broadcast"]))
+    scale = draw(st.one_of(st.none(), st.floats(0.1, 2.0)))
+    return batch, length, source, features, value_features, mask, scale, draw(st.integers(0, 2 ** 16))
+
+
+@pytest.mark.task("5.4")
+@needs_torch
+@pytest.mark.parametrize("dtypes", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=30, deadline=None)
+@given(case=attention_cases())
+def test_attention_against_torch(backend, dtypes, case):
+    dtype, np_dtype, tolerance = dtypes
+    batch, length, source, features, value_features, mask_kind, scale, seed = case
+    rng = np.random.default_rng(seed)
+    arrays = [rng.normal(size=(*batch, length, features)), rng.normal(size=(*batch, source, features)),
+              rng.normal(size=(*batch, source, value_features))]
+    upstream = rng.normal(size=(*batch, length, value_features))
+    mask = None
+    if mask_kind in ("full", "broadcast"):
+        mask = rng.random(batch + (length, source) if mask_kind == "full" else (length, source)) < 0.6
+        mask[..., 0] = True   # every query sees at least one key: no row of NaN
+    ours = [made(array, backend, dtype, requires_grad=True) for array in arrays]
+    out = scaled_dot_product_attention(*ours, attn_mask=None if mask is None else made(mask * 1.0, backend, dtype),
+                                       is_causal=mask_kind == "causal", scale=scale)
+    (out * made(upstream, backend, dtype)).sum().backward()
+    theirs = [torch.tensor(array.astype(np_dtype), requires_grad=True) for array in arrays]
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *theirs, attn_mask=None if mask is None else torch.tensor(mask), is_causal=mask_kind == "causal", scale=scale)
+    (expected * torch.tensor(upstream.astype(np_dtype))).sum().backward()
+    assert out.shape == tuple(expected.shape) and out.dtype == dtype
+    close(out, expected, tolerance, "values")
+    for name, mine, reference in zip(["query", "key", "value"], ours, theirs):
+        close(mine.grad, reference.grad, tolerance, f"gradient of the {name}")
+
+
+class TorchCausalSelfAttention(torch.nn.Module if torch is not None else object):
+    "nanoGPT's CausalSelfAttention in PyTorch, the reference: c_attn makes q, k, v (thirds), c_proj mixes the heads."
+
+    def __init__(self, n_embd: int, n_head: int, bias: bool, dtype):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn = torch.nn.Linear(n_embd, 3 * n_embd, bias=bias, dtype=dtype)
+        self.c_proj = torch.nn.Linear(n_embd, n_embd, bias=bias, dtype=dtype)
+
+    def forward(self, x):
+        batch, time, channels = x.shape
+        q, k, v = self.c_attn(x).split(channels, dim=2)
+        q, k, v = (part.view(batch, time, self.n_head, channels // self.n_head).transpose(1, 2) for part in (q, k, v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(batch, time, channels))
+
+
+def torch_twin(block: CausalSelfAttention, np_dtype) -> "TorchCausalSelfAttention":
+    "The PyTorch reference with `block`'s weights copied in."
+    twin = TorchCausalSelfAttention(block.n_embd, block.n_head, block.qkv.bias is not None, getattr(torch, np_dtype.__name__))
+    names = {"qkv": "c_attn", "proj": "c_proj"}
+    with torch.no_grad():
+        for name, parameter in block.named_parameters():
+            layer, kind = name.split(".")
+            getattr(getattr(twin, names[layer]), kind).copy_(torch.tensor(parameter.value.to_numpy().astype(np_dtype)))
+    return twin
+
+
+@pytest.mark.task("5.5")
+@needs_torch
+@pytest.mark.parametrize("dtypes", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 2), time=st.integers(1, 5), n_head=st.integers(1, 3), head_size=st.integers(1, 3),
+       bias=st.booleans(), seed=st.integers(0, 1000))
+def test_causal_self_attention_against_torch(backend, dtypes, batch, time, n_head, head_size, bias, seed):
+    dtype, np_dtype, tolerance = dtypes
+    n_embd = n_head * head_size
+    block = CausalSelfAttention(n_embd, n_head, bias=bias, seed=seed, backend=backend, dtype=dtype)
+    assert all(parameter.value.dtype == dtype for parameter in block.parameters())
+    rng = np.random.default_rng(seed)
+    x, upstream = rng.normal(size=(batch, time, n_embd)), rng.normal(size=(batch, time, n_embd))
+    inputs = made(x, backend, dtype, requires_grad=True)
+    out = block(inputs)
+    (out * made(upstream, backend, dtype)).sum().backward()
+    twin = torch_twin(block, np_dtype)
+    torch_inputs = torch.tensor(x.astype(np_dtype), requires_grad=True)
+    expected = twin(torch_inputs)
+    (expected * torch.tensor(upstream.astype(np_dtype))).sum().backward()
+    assert out.shape == (batch, time, n_embd) and out.dtype == dtype
+    close(out, expected, tolerance, "values")
+    close(inputs.grad, torch_inputs.grad, tolerance, "gradient of the input")
+    names = {"qkv": "c_attn", "proj": "c_proj"}
+    for name, parameter in block.named_parameters():
+        layer, kind = name.split(".")
+        close(parameter.value.grad, getattr(getattr(twin, names[layer]), kind).grad, tolerance, f"gradient of {name}")
+
+
+def central_differences(loss, values: np.ndarray, epsilon: float = 1e-6) -> np.ndarray:
+    "d loss / d values at every element, by central differences (`loss` takes the array)."
+    gradient = np.zeros_like(values)
+    for index in np.ndindex(values.shape):
+        original = values[index]
+        values[index] = original + epsilon
+        above = loss(values)
+        values[index] = original - epsilon
+        below = loss(values)
+        values[index] = original
+        gradient[index] = (above - below) / (2 * epsilon)
+    return gradient
+
+
+@pytest.mark.task("5.5")
+@pytest.mark.parametrize("n_head", [1, 2])
+def test_block_gradients_against_central_differences(n_head):
+    backend = minitorch.FastBackend
+    block = CausalSelfAttention(4, n_head, seed=7, backend=backend)
+    rng = np.random.default_rng(3)
+    x, upstream = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
+    parameters = dict(block.named_parameters())
+    values = {"input": x, **{name: parameter.value.to_numpy().copy() for name, parameter in parameters.items()}}
+
+    def loss(arrays: dict) -> float:
+        for name, parameter in parameters.items():
+            parameter.update(minitorch.tensor(arrays[name], backend=backend))
+        return float((block(minitorch.tensor(arrays["input"], backend=backend)).to_numpy() * upstream).sum())
+
+    loss(values)
+    inputs = minitorch.tensor(x, backend=backend, requires_grad=True)
+    (block(inputs) * minitorch.tensor(upstream, backend=backend)).sum().backward()
+    analytic = {"input": inputs.grad.to_numpy(),
+                **{name: parameter.value.grad.to_numpy() for name, parameter in parameters.items()}}
+    for name, array in values.items():
+        numeric = central_differences(lambda changed: loss({**values, name: changed}), array.copy())
+        np.testing.assert_allclose(analytic[name], numeric, rtol=1e-6, atol=1e-7, err_msg=name)
+    minitorch.grad_check(lambda t: block(t), minitorch.tensor(x, backend=backend), samples=10)
+
+
+@pytest.mark.task("5.5")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_causal_self_attention_is_causal(backend):
+    block = CausalSelfAttention(6, 3, seed=1, backend=backend)
+    x = np.random.default_rng(0).normal(size=(1, 4, 6))
+    out = block(minitorch.tensor(x, backend=backend)).to_numpy()
+    x[0, 2] += 5.0
+    changed = block(minitorch.tensor(x, backend=backend)).to_numpy()
+    np.testing.assert_array_equal(changed[0, :2], out[0, :2])
+    assert (np.abs(changed[0, 2:] - out[0, 2:]) > 0).all()
+    query, key, value = block.split_heads(minitorch.tensor(x, backend=backend))
+    assert query.shape == key.shape == value.shape == (1, 3, 4, 2)
+    projected = block.qkv(minitorch.tensor(x, backend=backend)).to_numpy()
+    for part, head_values in enumerate([query, key, value]):   # q, k, v are the thirds of qkv, cut into heads
+        for head in range(3):
+            np.testing.assert_array_equal(head_values.to_numpy()[0, head],
+                                          projected[0, :, part * 6 + head * 2:part * 6 + head * 2 + 2])
+
+
+@pytest.mark.task("5.4")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_masks_mean_may_attend(backend):
+    rng = np.random.default_rng(5)
+    query, key, value = (minitorch.tensor(rng.normal(size=(2, 4, 3)), backend=backend) for _ in range(3))
+    mask = np.ones((4, 4))
+    mask[:, 2] = 0.0
+    mask[2, 2] = 0.5   # any non-zero number means "may attend", as True does in PyTorch
+    weights = attention_weights(query, key, attn_mask=minitorch.tensor(mask, backend=backend)).to_numpy()
+    assert (weights[:, [0, 1, 3], 2] == 0).all() and (weights[:, 2, 2] > 0).all()
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-12)
+    as_ints = minitorch.tensor(mask != 0, backend=backend, dtype=minitorch.int64)
+    np.testing.assert_array_equal(attention_weights(query, key, attn_mask=as_ints).to_numpy(), weights)
+    triangle = tril(minitorch.ones((4, 4), backend=backend))
+    np.testing.assert_allclose(attention_weights(query, key, attn_mask=triangle).to_numpy(),
+                               attention_weights(query, key, is_causal=True).to_numpy(), rtol=1e-12)
+    causal = attention_weights(query, key, is_causal=True).to_numpy()
+    assert (np.triu(causal[0], 1) == 0).all() and causal[0, 0, 0] == 1.0
+    out = scaled_dot_product_attention(query[:, :1], key, value, is_causal=True)   # L = 1: the first key only
+    np.testing.assert_allclose(out.to_numpy(), value.to_numpy()[:, :1], rtol=1e-12)
+
+
+@pytest.mark.task("5.4")
+def test_dropout_of_the_weights_is_seeded():
+    backend = minitorch.FastBackend
+    rng = np.random.default_rng(6)
+    query, key, value = (minitorch.tensor(rng.normal(size=(2, 5, 3)), backend=backend) for _ in range(3))
+    weights = attention_weights(query, key, is_causal=True).to_numpy()
+    keep = np.random.default_rng(9).random(weights.shape) >= 0.4
+    expected = (weights * keep / 0.6) @ value.to_numpy()
+    out = scaled_dot_product_attention(query, key, value, dropout_p=0.4, is_causal=True, rng=9)
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
+    assert not scaled_dot_product_attention(query, key, value, dropout_p=1.0).to_numpy().any()
+
+
+@pytest.mark.task("5.5")
+def test_dropout_only_in_training():
+    backend = minitorch.FastBackend
+    x = minitorch.tensor(np.random.default_rng(1).normal(size=(2, 6, 8)), backend=backend)
+    block, twin, plain = (CausalSelfAttention(8, 2, dropout=dropout, seed=4, backend=backend)
+                          for dropout in (0.5, 0.5, 0.0))
+    trained = block(x).to_numpy()
+    np.testing.assert_array_equal(twin(x).to_numpy(), trained)   # the same seed, the same masks
+    assert not np.allclose(trained, plain(x).to_numpy())
+    assert not np.allclose(block(x).to_numpy(), trained)   # a new mask on every call
+    block.eval()
+    np.testing.assert_array_equal(block(x).to_numpy(), plain(x).to_numpy())
+
+
+def test_attention_errors_name_the_shapes():
+    backend = minitorch.FastBackend
+    q, k = minitorch.rand((2, 4, 3), backend=backend), minitorch.rand((2, 5, 3), backend=backend)
+    v = minitorch.rand((2, 5, 6), backend=backend)
+    cases = [
+        (ValueError, r"keys must have the queries' 3 features", lambda: scaled_dot_product_attention(
+            q, minitorch.rand((2, 5, 2), backend=backend), v)),
+        (ValueError, r"one value per key.*value \(2, 4, 6\)", lambda: scaled_dot_product_attention(
+            q, k, minitorch.rand((2, 4, 6), backend=backend))),
+        (ValueError, r"leading \(batch\) dims", lambda: scaled_dot_product_attention(
+            q, minitorch.rand((3, 5, 3), backend=backend), minitorch.rand((3, 5, 6), backend=backend))),
+        (ValueError, r"\(\.\.\., L, E\) queries", lambda: scaled_dot_product_attention(
+            minitorch.rand((3,), backend=backend), k, v)),
+        (ValueError, r"not both", lambda: scaled_dot_product_attention(
+            q, k, v, attn_mask=minitorch.ones((4, 5), backend=backend), is_causal=True)),
+        (ValueError, r"attn_mask of shape \(5, 4\) does not broadcast to the scores' shape \(2, 4, 5\)",
+         lambda: scaled_dot_product_attention(q, k, v, attn_mask=minitorch.ones((5, 4), backend=backend))),
+        (ValueError, r"attn_mask is on", lambda: scaled_dot_product_attention(q, k, v, attn_mask=minitorch.ones((4, 5)))),
+        (TypeError, r"one dtype, got float64, float32 and float64", lambda: scaled_dot_product_attention(q, k.float(), v)),
+        (TypeError, r"value is a ndarray", lambda: scaled_dot_product_attention(q, k, np.zeros((2, 5, 6)))),
+        (ValueError, r"n_embd=10 must split into n_head=4", lambda: CausalSelfAttention(10, 4)),
+        (ValueError, r"n_embd=0", lambda: CausalSelfAttention(0, 1)),
+        (ValueError, r"dropout must be between 0 and 1, got 1.5", lambda: CausalSelfAttention(8, 2, dropout=1.5)),
+        (ValueError, r"takes \(B, T, 8\) inputs, got shape \(3, 8\)", lambda: CausalSelfAttention(8, 2)(
+            minitorch.rand((3, 8), backend=minitorch.FastBackend))),
+        (ValueError, r"takes \(B, T, 8\) inputs, got shape \(1, 3, 6\)", lambda: CausalSelfAttention(8, 2)(
+            minitorch.rand((1, 3, 6), backend=minitorch.FastBackend))),
+    ]
+    for error, message, action in cases:
+        with pytest.raises(error, match=message):
+            action()
+
+
+@pytest.mark.task("4.5")
+@needs_torch
+@pytest.mark.parametrize("dtypes", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(2, 3, 4), (4,), (1, 2, 2, 4), (0, 4)])
+def test_linear_on_any_leading_dims_against_torch(backend, dtypes, shape):
+    dtype, np_dtype, tolerance = dtypes
+    layer = Linear(4, 3, seed=2, backend=backend, dtype=dtype)
+    assert layer.weight.value.dtype == layer.bias.value.dtype == dtype
+    np.testing.assert_array_equal(layer.weight.value.to_numpy(), Linear(4, 3, seed=2).weight.value.to_numpy().astype(np_dtype))
+    rng = np.random.default_rng(0)
+    x, upstream = rng.normal(size=shape), rng.normal(size=(*shape[:-1], 3))
+    inputs = made(x, backend, dtype, requires_grad=True)
+    out = layer(inputs)
+    (out * made(upstream, backend, dtype)).sum().backward()
+    twin = torch.nn.Linear(4, 3, dtype=getattr(torch, np_dtype.__name__))
+    with torch.no_grad():
+        twin.weight.copy_(torch.tensor(layer.weight.value.to_numpy()))
+        twin.bias.copy_(torch.tensor(layer.bias.value.to_numpy()))
+    torch_inputs = torch.tensor(x.astype(np_dtype), requires_grad=True)
+    expected = twin(torch_inputs)
+    (expected * torch.tensor(upstream.astype(np_dtype))).sum().backward()
+    assert out.shape == tuple(expected.shape) and out.dtype == dtype
+    close(out, expected, tolerance, "values")
+    close(inputs.grad, torch_inputs.grad, tolerance, "gradient of the input")
+    close(layer.weight.value.grad, twin.weight.grad, tolerance, "gradient of the weight")
+    close(layer.bias.value.grad, twin.bias.grad, tolerance, "gradient of the bias")
+    with pytest.raises(ValueError, match=r"takes an \(N, 4\) input, got shape \(2, 3, 5\)"):
+        layer(made(np.zeros((2, 3, 5)), backend, dtype))
+
+
+@pytest.mark.task("4.5")
+@pytest.mark.parametrize("init", [minitorch.xavier_uniform, minitorch.xavier_normal, minitorch.kaiming_uniform,
+                                  minitorch.kaiming_normal, minitorch.zeros_init])
+def test_initialisers_take_a_dtype(init):
+    in_float32 = init((5, 4), rng=3, dtype=minitorch.float32)
+    assert in_float32.dtype == minitorch.float32 and init((5, 4), rng=3).dtype == minitorch.float64
+    np.testing.assert_array_equal(in_float32.to_numpy(), init((5, 4), rng=3).to_numpy().astype(np.float32))
