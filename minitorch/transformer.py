@@ -23,7 +23,7 @@ from .nn import Dropout, Linear
 from .tensor import Tensor, tensor
 from .tensor_data import float64, is_floating
 from .tensor_functions import Function
-from .tensor_indexing import Embedding
+from .tensor_indexing import Embedding, where
 from .tensor_ops import TensorBackend, floating_map
 
 # %% ../nbs/53_transformer.ipynb #4519fcb8
@@ -321,14 +321,17 @@ def lr_schedule(step: int, max_lr: float, warmup_steps: int, decay_steps: int, m
     # END SOLUTION
 
 # %% ../nbs/53_transformer.ipynb #3b62a2ec
-def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
-    "Scale all gradients alike so that their joint 2-norm is at most `max_norm`; the norm before clipping."
+def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> Tensor:
+    "Scale all gradients alike so that their joint 2-norm is at most `max_norm`; the norm before, a 1-element tensor."
     if not max_norm >= 0:
         raise ValueError(f"max_norm must be at least 0, got {max_norm}")
     values = [parameter.value for parameter in parameters if getattr(parameter.value, "grad", None) is not None]
-    norm = math.sqrt(sum((value.grad * value.grad).sum().item() for value in values))
+    if not values:
+        return tensor([0.0])
+    total = sum((value.grad * value.grad).sum() for value in values[1:]) + (values[0].grad * values[0].grad).sum()
+    norm = (total.log() * 0.5).exp()   # the square root, computed where the gradients are: nothing is copied
     scale = max_norm / (norm + 1e-6)
-    if not scale >= 1.0:   # also when the norm is nan
-        for value in values:
-            value.grad = value.grad * scale
+    scale = where(scale > 1.0, 1.0, scale)   # at most 1; a nan norm gives a nan scale, as in PyTorch
+    for value in values:
+        value.grad = value.grad * (scale if scale.dtype == value.grad.dtype else scale.to(value.grad.dtype))
     return norm

@@ -398,7 +398,8 @@ def test_clip_grad_norm_against_torch(backend, dtype, data, shapes, max_norm):
     for tensor, gradient in zip(expected, gradients):
         tensor.grad = torch.tensor(gradient)
     norm = clip_grad_norm_(parameters, max_norm)
-    assert isinstance(norm, float)
+    assert isinstance(norm, minitorch.Tensor) and norm.shape == (1,) and norm.backend is backend
+    norm = norm.item()
     assert math.isclose(norm, torch.nn.utils.clip_grad_norm_(expected, max_norm).item(), rel_tol=tolerance,
                         abs_tol=tolerance)
     for parameter, tensor in zip(parameters, expected):
@@ -414,14 +415,14 @@ def test_clip_grad_norm_of_a_non_finite_gradient_as_torch(special):
     parameter.value.grad = minitorch.tensor(gradient)
     expected = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     expected.grad = torch.tensor(gradient)
-    norm, expected_norm = clip_grad_norm_([parameter], 1.0), torch.nn.utils.clip_grad_norm_([expected], 1.0).item()
+    norm, expected_norm = clip_grad_norm_([parameter], 1.0).item(), torch.nn.utils.clip_grad_norm_([expected], 1.0).item()
     assert (math.isnan(norm) and math.isnan(expected_norm)) or norm == expected_norm
     np.testing.assert_array_equal(parameter.value.grad.to_numpy(), expected.grad.numpy())
 
 
 def test_clip_grad_norm_without_gradients_and_errors():
     parameter = Parameter(minitorch.tensor([1.0, 2.0]))
-    assert clip_grad_norm_([parameter], 1.0) == 0.0 and clip_grad_norm_([], 1.0) == 0.0
+    assert clip_grad_norm_([parameter], 1.0).item() == 0.0 and clip_grad_norm_([], 1.0).item() == 0.0
     with pytest.raises(ValueError, match="max_norm must be at least 0"):
         clip_grad_norm_([parameter], -1.0)
     with pytest.raises(ValueError, match="max_norm must be at least 0"):
