@@ -444,10 +444,54 @@ def mlp_step_row(backend_name: str) -> Callable[[], Row]:
     return build
 
 
-def same_work(ours: Call, reference: Call, what: str) -> None:
+def gpt_step_row() -> Row:
+    "One training step of chapter 5's default GPT (float32, batch 12 x 64, AdamW, clipping) against the same in PyTorch."
+    torch = try_torch()
+    if torch is None:
+        return torch_missing(Bar(0.5))
+    import importlib.util
+    from pathlib import Path
+    import torch.nn.functional as F
+    from minitorch.gpt import GPT, GPTConfig, train_step
+    from minitorch.transformer import AdamW, weight_decay_groups
+    spec = importlib.util.spec_from_file_location("test_gpt", Path(__file__).parents[2] / "tests" / "test_gpt.py")
+    twin_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(twin_module)   # the PyTorch twin of the model, as the parity tests define it
+    config = GPTConfig(vocab_size=84)
+    model = GPT(config, dtype=minitorch.float32)
+    twin = twin_module.torch_gpt(config)
+    twin.load_state_dict({name: torch.tensor(p.value.to_numpy()) for name, p in model.named_parameters()})
+    optimizer = AdamW(weight_decay_groups(model, 0.1), lr=1e-4, betas=(0.9, 0.99))
+    decayed = {id(p.value) for p in weight_decay_groups(model, 0.1)[0]["params"]}
+    named = dict(twin.named_parameters())
+    twin_decayed = [named[name] for name, p in model.named_parameters() if id(p.value) in decayed]
+    twin_rest = [named[name] for name, p in model.named_parameters() if id(p.value) not in decayed]
+    twin_optimizer = torch.optim.AdamW([{"params": twin_decayed, "weight_decay": 0.1},
+                                        {"params": twin_rest, "weight_decay": 0.0}], lr=1e-4, betas=(0.9, 0.99))
+    ids, targets = np.random.default_rng(0).integers(0, 84, (2, 12, 64))
+    ours_ids, ours_targets = (minitorch.tensor(v, backend=minitorch.FastBackend, dtype=minitorch.int64)
+                              for v in (ids, targets))
+    torch_ids, torch_targets = torch.tensor(ids), torch.tensor(targets)
+
+    def ours() -> float:
+        return train_step(model, optimizer, ours_ids, ours_targets)
+
+    def reference() -> float:
+        twin_optimizer.zero_grad()
+        loss = F.cross_entropy(twin(torch_ids).reshape(-1, 84), torch_targets.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
+        twin_optimizer.step()
+        return loss.item()
+
+    same_work(ours, reference, "the GPT steps", rtol=1e-4)
+    return Row(ours, reference, "PyTorch float32", Bar(0.5), max_repeats=7)
+
+
+def same_work(ours: Call, reference: Call, what: str, rtol: float = 1e-6) -> None:
     "Raise unless two steps started from the same weights compute the same loss (so the timings compare like work)."
     ours_loss, reference_loss = ours(), reference()
-    if not np.isclose(ours_loss, reference_loss, rtol=1e-6, atol=1e-9):
+    if not np.isclose(ours_loss, reference_loss, rtol=rtol, atol=1e-9):
         raise AssertionError(f"{what} do not compute the same loss: ours {ours_loss}, reference {reference_loss}")
 
 
@@ -683,6 +727,7 @@ def rows(mnist_batches: int) -> list[Spec]:
     specs.append(Spec("conv2d fwd+bwd 16x4x28x28 * 8x4x3x3", conv_row(2, 16, 4, 28, 8, 3)))
     specs.append(Spec("conv1d fwd+bwd 16x4x784 * 8x4x9", conv_row(1, 16, 4, 784, 8, 9)))
     specs.append(Spec(f"MNIST train (default model), {mnist_batches} batches of {MNIST_BATCH}", mnist_row(mnist_batches)))
+    specs.append(Spec("GPT training step (4 layers, 4 heads, width 128, batch 12x64), float32", gpt_step_row))
     specs += [Spec(f"scalar MLP 2-10-1 x 100 points fwd+bwd, gc {mode}", scalar_row(collector))
               for mode, collector in (("on", "clean"), ("off", "off"))]
     return specs
