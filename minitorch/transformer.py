@@ -153,10 +153,9 @@ GELU_GATES = {"none": (normal_gate, normal_gate_slope), "tanh": (tanh_gate, tanh
 
 
 @functools.cache
-def gelu_kernels(backend: TensorBackend, approximate: str) -> tuple:
-    "The backend's map of one form's gate and zip of its slope (\"none\": exact, \"tanh\"), compiled once."
-    gate, slope = GELU_GATES[approximate]
-    return backend.ops.map(gate), backend.ops.zip(slope)
+def gelu_kernels(backend: TensorBackend) -> dict[str, tuple]:
+    "The backend's map of each form's gate and zip of its slope, by form (\"none\": exact, \"tanh\"), compiled once."
+    return {form: (backend.ops.map(gate), backend.ops.zip(slope)) for form, (gate, slope) in GELU_GATES.items()}
 
 # %% ../nbs/53_transformer.ipynb #ed97754d
 class Gelu(Function):
@@ -164,7 +163,7 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, approximate: str) -> Tensor:
-        gate = gelu_kernels(a.backend, approximate)[0](a)
+        gate = gelu_kernels(a.backend)[approximate][0](a)
         ctx.save_for_backward(a, gate, approximate)
         return a.backend.mul_zip(a, gate)
 
@@ -172,7 +171,7 @@ class Gelu(Function):
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
         a, gate, approximate = ctx.saved_values
         backend = grad_output.backend
-        return backend.mul_zip(gelu_kernels(backend, approximate)[1](a, gate), grad_output)
+        return backend.mul_zip(gelu_kernels(backend)[approximate][1](a, gate), grad_output)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:

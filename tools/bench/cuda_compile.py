@@ -1,9 +1,11 @@
 """Compile every CUDA kernel minitorch defines to PTX for real GPUs, with NVIDIA's compiler and no GPU (`make cuda-compile`).
 
 Run in the separate environment `.venv-cuda` (numba-cuda and its CUDA 12 wheels) with the simulator off.
-Kernels are found, not listed: every kernel object at module level in a `minitorch` module, and every
+Kernels are found, not listed: every kernel object at module level in a `minitorch` module, every
 kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
-build, one per float function, and for the reduce kernels one per dtype). Each is compiled with the
+build, one per float function, and for the reduce kernels one per dtype), and every kernel held by what a
+module's kernel factory returns for that backend (a module-level function `*_kernels(backend)`, as
+chapter 5's `tanh_kernels`, `rsqrt_kernels` and `gelu_kernels`). Each is compiled with the
 signatures it is launched with, read from its annotations (`Storage` is a contiguous array of the tensors'
 dtype, once float64 and once float32; `Shape`/`Strides` contiguous int64 arrays, `int` an int64, `float`
 a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code with `ptxas` from the
@@ -182,6 +184,25 @@ def compile_all(kernels: dict[str, Compilation], devices: list[Any], ptxas: str 
     return failures
 
 
+def factory_kernels(package: types.ModuleType, backend: Any, kernel_type: type,
+                    per_dtype_type: type) -> dict[str, Compilation]:
+    "Every kernel held by what each module-level `*_kernels(backend)` of `package` returns for `backend`."
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for name, value in vars(module).items():
+            if not (name.endswith("_kernels") and callable(value) and getattr(value, "__module__", None) == module.__name__
+                    and list(typing.get_type_hints(value).values())[:1] == [type(backend)]):
+                continue  # not a factory taking a backend (conv's `uses_course_kernels` takes a tensor)
+            made = value(backend)
+            functions = [f for part in (made.values() if isinstance(made, dict) else [made])
+                         for f in (part if isinstance(part, tuple) else (part,))]
+            found.update({f"{info.name}.{name}:{kernel.py_func.__name__}#{position} {dtype.name}": (kernel, dtype)
+                          for position, function in enumerate(functions)
+                          for kernel, dtype in held_kernels(function, kernel_type, per_dtype_type)})
+    return found
+
+
 def main() -> int:
     started = time.perf_counter()
     if numba.config.ENABLE_CUDASIM:
@@ -193,7 +214,9 @@ def main() -> int:
     from minitorch import cuda_ops
     cuda_ops.require_cuda = lambda: None  # building the backend needs no GPU: nothing is launched here
     kernels = module_kernels(minitorch, CUDADispatcher)
-    kernels.update(backend_kernels(minitorch.TensorBackend(minitorch.CudaOps), CUDADispatcher, cuda_ops.KernelPerDtype))
+    cuda_backend = minitorch.TensorBackend(minitorch.CudaOps)
+    kernels.update(backend_kernels(cuda_backend, CUDADispatcher, cuda_ops.KernelPerDtype))
+    kernels.update(factory_kernels(minitorch, cuda_backend, CUDADispatcher, cuda_ops.KernelPerDtype))
     devices = device_functions(kernels, CUDADispatcher)
     ptxas = ptxas_path()
     print(f"cuda-compile: {len(kernels)} kernel-dtype pairs (each kernel with every storage dtype; calling {len(devices)} device functions) x "
