@@ -454,9 +454,12 @@ def gpt_step_row() -> Row:
     import torch.nn.functional as F
     from minitorch.gpt import GPT, GPTConfig, train_step
     from minitorch.transformer import AdamW, weight_decay_groups
-    spec = importlib.util.spec_from_file_location("test_gpt", Path(__file__).parents[2] / "tests" / "test_gpt.py")
+    tests = Path(__file__).parents[2] / "tests"
+    sys.path.insert(0, str(tests))   # the test module imports its neighbours (`backends`)
+    spec = importlib.util.spec_from_file_location("test_gpt", tests / "test_gpt.py")
     twin_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(twin_module)   # the PyTorch twin of the model, as the parity tests define it
+    sys.path.remove(str(tests))
     config = GPTConfig(vocab_size=84)
     model = GPT(config, dtype=minitorch.float32)
     twin = twin_module.torch_gpt(config)
