@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['GPTConfig', 'GPT', 'parameter_count', 'train_step', 'fixed_batches', 'estimate_loss', 'TrainingLog', 'Schedule',
            'train', 'sample_next', 'ids_tensor', 'generate', 'KVCache', 'cached_block', 'cached_forward',
-           'generate_cached', 'save_gpt', 'load_gpt', 'positive', 'parser', 'write_sample', 'train_and_save', 'main']
+           'generate_cached', 'save_gpt', 'load_gpt', 'parser', 'write_sample', 'train_and_save', 'main']
 
 # %% ../nbs/54_gpt.ipynb #65057136
 import argparse
@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from .attention import scaled_dot_product_attention
 from .checkpoint import read_checkpoint, save_checkpoint
 from .fast_ops import FastBackend
+from .mnist_train import positive
 from .module import Module
 from .nn import Dropout, Linear, Sequential
 from .optim import Optimizer
@@ -257,19 +258,6 @@ def load_gpt(path: str | Path, backend: TensorBackend = FastBackend, dtype: obje
     return model, vocab
 
 # %% ../nbs/54_gpt.ipynb #4964696d
-def positive(kind: type) -> Callable[[str], int | float]:
-    "An argparse type that reads a number of `kind` and accepts only values above 0."
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
-        return value
-    return parse
-
-
 def parser() -> argparse.ArgumentParser:
     "The command-line options of `python -m minitorch.gpt`."
     options = argparse.ArgumentParser(prog="python -m minitorch.gpt",
