@@ -84,8 +84,8 @@ pytest: venv
 	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider
 
 nbtest: $(STAMP)
-	@echo "== nbdev_test: every notebook"
-	$(BIN)/nbdev_test --n_workers 2 --timing
+	@echo "== nbdev_test: every notebook, each in a fresh process, two at a time"
+	$(BIN)/python tools/course/nbtest.py
 
 roundtrip: $(STAMP)
 	@echo "== exercise edition round trip"
