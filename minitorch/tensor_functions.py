@@ -33,6 +33,9 @@ class Function:
         ctx = Context(no_grad=not tracking)
         out = cls.forward(ctx, *inputs, **options)
         if tracking:
+            # a saved `out` would close a cycle (out -> history -> ctx -> out) that only the garbage collector
+            # frees, step after step: keep a copy of it without history, sharing its data
+            ctx.saved_values = tuple(out.detach() if value is out else value for value in ctx.saved_values)
             out.history = History(cls, ctx, inputs)
         return out
 
