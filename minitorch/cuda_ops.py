@@ -227,6 +227,11 @@ class CudaStorage(DeviceStorage):
         return CudaStorage(array)
 
     @staticmethod
+    def empty(size: int, dtype: np.dtype = float64) -> "CudaStorage":
+        "Room in GPU memory for `size` values of `dtype`, left unset: for an output a kernel writes whole."
+        return CudaStorage(cuda.device_array(size, dtype=dtype))
+
+    @staticmethod
     def full(size: int, value: float, dtype: np.dtype = float64) -> "CudaStorage":
         "`size` copies of `value` as `dtype`, set in GPU memory (a memset for zeros, else a fill kernel)."
         if value == 0.0 or size == 0:

@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'IndexStorage', 'GatherKernel', 'SimpleBackend', 'BACKENDS', 'tensor_map',
            'tensor_zip', 'tensor_reduce', 'simple_matrix_multiply', 'tensor_gather', 'tensor_scatter_add', 'fill_value',
-           'HostStorage', 'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output', 'batched',
-           'kernel_arrays', 'index_bounds', 'checked_index', 'gather_output', 'scatter_add_output', 'TensorOps',
-           'KernelOps', 'SimpleOps', 'floating_map', 'TensorBackend', 'backend']
+           'HostStorage', 'unset_output', 'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output',
+           'batched', 'kernel_arrays', 'index_bounds', 'checked_index', 'gather_output', 'scatter_add_output',
+           'TensorOps', 'KernelOps', 'SimpleOps', 'floating_map', 'TensorBackend', 'backend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
 import math
@@ -171,6 +171,11 @@ class HostStorage:
         return np.zeros(size, dtype=dtype)
 
     @staticmethod
+    def empty(size: int, dtype: np.dtype = float64) -> Storage:
+        "Room for `size` values of `dtype`, left unset: for an output a kernel writes whole."
+        return np.empty(size, dtype=dtype)
+
+    @staticmethod
     def full(size: int, value: float, dtype: np.dtype = float64) -> Storage:
         "`size` copies of `value` as `dtype`."
         return np.full(size, fill_value(value, dtype), dtype=dtype)
@@ -193,10 +198,15 @@ class HostStorage:
         return TensorData(data.host_storage(), data.shape, data.strides, data.offset, validate=False)
 
 # %% ../nbs/21_tensor_ops.ipynb #20e549e7
+def unset_output(a: "Tensor", shape: tuple[int, ...], dtype: np.dtype) -> "Tensor":
+    "A new tensor of `shape` and `dtype` on `a`'s backend, its values unset: the kernel writes every one."
+    return a._new(TensorData(a.backend.storage.empty(math.prod(shape), dtype), shape, validate=False))
+
+
 def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
     "The output of a map of `a`: `out` if `a` broadcasts to its shape, else a new tensor shaped like `a`."
     if out is None:
-        return a.zeros(a.shape)  # a's dtype
+        return unset_output(a, a.shape, a.dtype)
     if shape_broadcast(a.shape, out.shape) != out.shape:
         raise IndexingError(f"cannot map a tensor of shape {a.shape} into an output of shape {out.shape}")
     return out
@@ -204,7 +214,7 @@ def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
 
 def zip_output(a: "Tensor", b: "Tensor") -> "Tensor":
     "A new tensor of the shape `a` and `b` broadcast to, of the dtype they promote to."
-    return a.zeros(shape_broadcast(a.shape, b.shape), dtype=result_dtype(a.dtype, b.dtype))
+    return unset_output(a, shape_broadcast(a.shape, b.shape), result_dtype(a.dtype, b.dtype))
 
 
 def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
@@ -308,7 +318,7 @@ class TensorOps:
     "The interface of a tensor backend: higher-order functions from float functions to tensor functions."
 
     storage: Any = HostStorage
-    "Where the backend's tensors keep their numbers: `zeros`, `full`, `from_host`, `to_host`, `holding`."
+    "Where the backend's tensors keep their numbers: `zeros`, `full`, `empty`, `from_host`, `to_host`, `holding`."
 
     @staticmethod
     def map(fn: Callable[[float], float]) -> Callable[..., "Tensor"]:
