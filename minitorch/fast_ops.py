@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['ROW_BLOCK', 'INNER_BLOCK', 'COLUMN_BLOCK', 'blocked_matrix_multiply', 'ELEMENT_WORK', 'FastBackend', 'CourseBackend',
-           'tensor_map', 'tensor_zip', 'reduce_lane', 'tensor_reduce', 'blocked_matrix_multiply_kernel', 'FastOps',
-           'CourseOps']
+           'tensor_map', 'tensor_zip', 'reduce_lane', 'fold_lines', 'tensor_reduce', 'blocked_matrix_multiply_kernel',
+           'FastOps', 'CourseOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
 import functools
@@ -260,6 +260,17 @@ def reduce_lane(fn, start: float, storage: Storage, position: int, length: int, 
     return fn(fn(total0, total1), fn(total2, total3))
 
 
+@njit(inline="always")
+def fold_lines(fn, out: Storage, out_start: int, storage: Storage, position: int, stride: int, count: int,
+               length: int) -> None:
+    "Fold `count` lines of `length` adjacent values, `stride` apart from `position`, into the line of `out` at `out_start`."
+    out_line = out[out_start:out_start + length]
+    for step in range(count):
+        line = storage[position + step * stride:position + step * stride + length]
+        for col in range(length):
+            out_line[col] = fn(out_line[col], line[col])
+
+
 @functools.cache
 def tensor_reduce(fn: Callable[[float, float], float]) -> ReduceKernel:
     "A compiled parallel kernel folding dimension `reduce_dim` of the input into the output with `fn`."
@@ -268,7 +279,20 @@ def tensor_reduce(fn: Callable[[float, float], float]) -> ReduceKernel:
     def reduce_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
                       in_storage: Storage, in_shape: Shape, in_strides: Strides, reduce_dim: int) -> None:
         # BEGIN SOLUTION 3.1
-        size = shape_size(out_shape)
+        size, last = shape_size(out_shape), len(out_shape) - 1
+        if reduce_dim != last and out_shape[last] > 1 and out_strides[last] == 1 and in_strides[last] == 1:
+            length = out_shape[last]  # lines along the last dim, adjacent in both: fold whole lines at a time
+            lines = size // length
+            chunks = min(lines, PARALLEL_CHUNKS)
+            for chunk in prange(chunks):
+                index = np.empty(len(out_shape), dtype=np.int64)
+                first, stop = chunk_bounds(chunk, chunks, lines)
+                for line in range(first, stop):
+                    to_index(line * length, out_shape, index)
+                    fold_lines(fn, out_storage, index_to_position(index, out_strides), in_storage,
+                               index_to_position(index, in_strides), in_strides[reduce_dim], in_shape[reduce_dim],
+                               length)
+            return
         chunks = min(size, PARALLEL_CHUNKS)
         for chunk in prange(chunks):
             index = np.empty(len(out_shape), dtype=np.int64)
