@@ -8,10 +8,12 @@ __all__ = ['ROW_BLOCK', 'INNER_BLOCK', 'COLUMN_BLOCK', 'blocked_matrix_multiply'
            'FastOps', 'CourseOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
+import ctypes
 import functools
 import os
+import platform
 import types
-from typing import Any, Callable, MutableMapping
+from typing import Any, Callable, Mapping, MutableMapping
 
 import numpy as np
 import numba
@@ -165,6 +167,27 @@ def start_threads_spinning_briefly(environ: MutableMapping[str, str] = os.enviro
 
 
 start_threads_spinning_briefly()
+
+# %% ../nbs/30_fast_ops.ipynb #d5cced73
+KEPT_FREE_BYTES = 512 * 2**20
+"Freed memory glibc keeps for reuse instead of returning it to the operating system."
+LARGEST_REUSED_BLOCK = 32 * 2**20
+"Blocks up to this size are served from that kept memory; larger ones are mapped afresh each time."
+MALLOPT_TRIM_THRESHOLD, MALLOPT_MMAP_THRESHOLD = -1, -3  # the parameter numbers of glibc's <malloc.h>
+
+
+def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
+    "Ask glibc to keep freed blocks for reuse, unless the user set its allocator up or there is no glibc; whether it did."
+    if any(name in environ for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
+        return False
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(None)
+    return bool(libc.mallopt(MALLOPT_MMAP_THRESHOLD, LARGEST_REUSED_BLOCK)
+                and libc.mallopt(MALLOPT_TRIM_THRESHOLD, KEPT_FREE_BYTES))
+
+
+keep_freed_memory()
 
 # %% ../nbs/30_fast_ops.ipynb #517efd39
 @functools.cache
