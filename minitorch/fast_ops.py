@@ -40,6 +40,8 @@ def compilable(fn: Callable[..., float]) -> Callable[..., float]:
 # %% ../nbs/30_fast_ops.ipynb #50dfc197
 PARALLEL_CHUNKS = 64
 "The general path splits the output into at most this many chunks; each allocates its index arrays once."
+SMALLEST_CHUNK = 4096
+"Ordinals a chunk of the general path holds at least (the last one may hold fewer)."
 
 
 @njit(inline="always")
@@ -65,9 +67,41 @@ def same_contiguous_layout(out_shape: Shape, out_strides: Strides, in_shape: Sha
 
 
 @njit(inline="always")
-def last_step(shape: Shape, strides: Strides) -> int:
-    "How far one step along the output's last dim moves in a tensor broadcast to it (0 if that dim broadcasts)."
-    return strides[len(shape) - 1] if shape[len(shape) - 1] > 1 else 0
+def broadcast_stride(out_shape: Shape, shape: Shape, strides: Strides, dim: int) -> int:
+    "How far one step along output dim `dim` moves in a tensor of `shape` broadcast to `out_shape` (0 where it broadcasts)."
+    own = dim - (len(out_shape) - len(shape))  # the tensor's own dim, aligned from the right; below 0: none
+    return strides[own] if own >= 0 and shape[own] > 1 else 0
+
+
+@njit(inline="always")
+def line_start(out_shape: Shape, shape: Shape, strides: Strides) -> int:
+    "The first output dim of the longest run of last dims that a tensor broadcast to `out_shape` walks with one fixed step."
+    step, run = 0, 1  # the step of the innermost dim of size > 1, and how many elements the run holds so far
+    for dim in range(len(out_shape) - 1, -1, -1):
+        if out_shape[dim] == 1:
+            continue  # a dim of size 1 adds no elements: it never breaks a run
+        stride = broadcast_stride(out_shape, shape, strides, dim)
+        if run == 1:
+            step = stride
+        elif stride != step * run:
+            return dim + 1
+        run *= out_shape[dim]
+    return 0
+
+
+@njit(inline="always")
+def line_step(out_shape: Shape, shape: Shape, strides: Strides) -> int:
+    "How far one step along a line moves in a tensor broadcast to `out_shape`: the stride of the innermost dim of size > 1."
+    for dim in range(len(out_shape) - 1, -1, -1):
+        if out_shape[dim] > 1:
+            return broadcast_stride(out_shape, shape, strides, dim)
+    return 0
+
+
+@njit(inline="always")
+def chunk_count(size: int) -> int:
+    "How many chunks the general path cuts `size` ordinals into: at most PARALLEL_CHUNKS, each of at least SMALLEST_CHUNK."
+    return min(PARALLEL_CHUNKS, (size + SMALLEST_CHUNK - 1) // SMALLEST_CHUNK)
 
 
 @njit(inline="always")
@@ -203,20 +237,22 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
             for position in prange(size):
                 out_storage[position] = fn(in_storage[position])
         else:
-            length = out_shape[len(out_shape) - 1]
-            lines = size // length if length else 0  # a last dim of size 0: no lines at all
-            out_step, in_step = out_strides[len(out_shape) - 1], last_step(in_shape, in_strides)
-            chunks = min(lines, PARALLEL_CHUNKS)
+            first_dim = max(line_start(out_shape, out_shape, out_strides), line_start(out_shape, in_shape, in_strides))
+            length = shape_size(out_shape[first_dim:])  # a line: the last dims from first_dim on, one fixed step each
+            out_step, in_step = line_step(out_shape, out_shape, out_strides), line_step(out_shape, in_shape, in_strides)
+            chunks = chunk_count(size)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 in_index = np.empty(len(in_shape), dtype=np.int64)
-                first, stop = chunk_bounds(chunk, chunks, lines)
-                for line in range(first, stop):
-                    to_index(line * length, out_shape, out_index)
+                ordinal, stop = chunk_bounds(chunk, chunks, size)
+                while ordinal < stop:  # the chunk's stretch of each line it meets
+                    count = min(length - ordinal % length, stop - ordinal)
+                    to_index(ordinal, out_shape, out_index)
                     broadcast_index(out_index, out_shape, in_shape, in_index)
                     out_position = index_to_position(out_index, out_strides)
                     in_position = index_to_position(in_index, in_strides)
-                    map_line(fn, out_storage, out_position, out_step, in_storage, in_position, in_step, length)
+                    map_line(fn, out_storage, out_position, out_step, in_storage, in_position, in_step, count)
+                    ordinal += count
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(map_kernel)
@@ -237,25 +273,28 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
             for position in prange(size):
                 out_storage[position] = fn(a_storage[position], b_storage[position])
         else:
-            length = out_shape[len(out_shape) - 1]
-            lines = size // length if length else 0  # a last dim of size 0: no lines at all
-            out_step = out_strides[len(out_shape) - 1]
-            a_step, b_step = last_step(a_shape, a_strides), last_step(b_shape, b_strides)
-            chunks = min(lines, PARALLEL_CHUNKS)
+            first_dim = max(line_start(out_shape, out_shape, out_strides), line_start(out_shape, a_shape, a_strides),
+                            line_start(out_shape, b_shape, b_strides))
+            length = shape_size(out_shape[first_dim:])  # a line: the last dims from first_dim on, one fixed step each
+            out_step = line_step(out_shape, out_shape, out_strides)
+            a_step, b_step = line_step(out_shape, a_shape, a_strides), line_step(out_shape, b_shape, b_strides)
+            chunks = chunk_count(size)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 a_index = np.empty(len(a_shape), dtype=np.int64)
                 b_index = np.empty(len(b_shape), dtype=np.int64)
-                first, stop = chunk_bounds(chunk, chunks, lines)
-                for line in range(first, stop):
-                    to_index(line * length, out_shape, out_index)
+                ordinal, stop = chunk_bounds(chunk, chunks, size)
+                while ordinal < stop:  # the chunk's stretch of each line it meets
+                    count = min(length - ordinal % length, stop - ordinal)
+                    to_index(ordinal, out_shape, out_index)
                     broadcast_index(out_index, out_shape, a_shape, a_index)
                     broadcast_index(out_index, out_shape, b_shape, b_index)
                     out_position = index_to_position(out_index, out_strides)
                     a_position = index_to_position(a_index, a_strides)
                     b_position = index_to_position(b_index, b_strides)
                     zip_line(fn, out_storage, out_position, out_step, a_storage, a_position, a_step,
-                             b_storage, b_position, b_step, length)
+                             b_storage, b_position, b_step, count)
+                    ordinal += count
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(zip_kernel)

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['Function', 'Neg', 'Inv', 'Add', 'Mul', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'LT', 'EQ', 'IsClose', 'Cast', 'Permute',
            'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index', 'Sum', 'All', 'batch_of_matrices',
-           'matrix_product', 'MatMul', 'grad_check']
+           'matrix_product', 'lies_transposed', 'product_laid_out_as', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import math
@@ -578,6 +578,19 @@ def matrix_product(a: "Tensor", b: "Tensor") -> "Tensor":
     return out._new(TensorData(out._tensor._storage, (*batch, a.shape[-2], b.shape[-1]), validate=False))
 
 
+def lies_transposed(a: "Tensor") -> bool:
+    "Whether `a`'s last two dims are swapped in memory: a column-major matrix, as a transposed view of a row-major one is."
+    strides = a._tensor.strides
+    return a.dims >= 2 and a.shape[-2] > 1 and a.shape[-1] > 1 and strides[-2] == 1 and strides[-1] == a.shape[-2]
+
+
+def product_laid_out_as(like: "Tensor", a: "Tensor", b: "Tensor") -> "Tensor":
+    "`a @ b`, stored as `like` is: when `like` lies transposed, computed as the transpose of b^T @ a^T."
+    if lies_transposed(like):
+        return _transpose(matrix_product(_transpose(b), _transpose(a)))
+    return matrix_product(a, b)
+
+
 class MatMul(Function):
     "The matrix product `a @ b` of matrices or batches of them (any number of batch dims, broadcast)."
 
@@ -593,8 +606,8 @@ class MatMul(Function):
         # BEGIN SOLUTION 2.7
         a, b = ctx.saved_values
         # An input that tracks no gradient (the data of a batch) gets none: its product would be thrown away.
-        grad_a = matrix_product(grad_output, _transpose(b)) if a.requires_grad else None
-        grad_b = matrix_product(_transpose(a), grad_output) if b.requires_grad else None
+        grad_a = product_laid_out_as(a, grad_output, _transpose(b)) if a.requires_grad else None
+        grad_b = product_laid_out_as(b, _transpose(a), grad_output) if b.requires_grad else None
         return grad_a, grad_b
         # END SOLUTION
 

@@ -21,7 +21,7 @@ from .attention import CausalSelfAttention
 from .module import Module, Parameter
 from .nn import Dropout, Linear
 from .tensor import Tensor, tensor
-from .tensor_data import float64, is_floating
+from .tensor_data import float32, float64, is_floating
 from .tensor_functions import Function
 from .tensor_indexing import Embedding, where
 from .tensor_ops import TensorBackend, floating_map
@@ -151,11 +151,54 @@ def tanh_gate_slope(x: float, gate: float) -> float:
 
 GELU_GATES = {"none": (normal_gate, normal_gate_slope), "tanh": (tanh_gate, tanh_gate_slope)}
 
+# %% ../nbs/53_transformer.ipynb #2fc42a37
+ERF_NUMERATOR = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                 -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+"p's coefficients, highest power of z^2 first: erf(z) is about z p(z^2) / q(z^2) on [-4, 4] (Eigen's float32 erf)."
+ERF_DENOMINATOR = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+                   -1.42647390514189e-02)
+"q's coefficients, highest power of z^2 first."
+SQRT_HALF = math.sqrt(0.5)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+EXP_TAYLOR = tuple(1.0 / math.factorial(power) for power in range(10, -1, -1))
+"The Taylor series of exp at 0 up to u^10, highest power first."
+
+
+def float32_normal_gate(x: float) -> float:
+    "Phi(x) to float32 precision in plain arithmetic: 1/2 + erf(x / sqrt 2) / 2, erf as a ratio of polynomials."
+    z = x * SQRT_HALF
+    if z >= 4.0:
+        return 1.0
+    if z <= -4.0:
+        return 0.0
+    t, numerator, denominator = z * z, 0.0, 0.0
+    for coefficient in ERF_NUMERATOR:  # Horner's rule: no powers, one multiply-add per coefficient
+        numerator = numerator * t + coefficient
+    for coefficient in ERF_DENOMINATOR:
+        denominator = denominator * t + coefficient
+    return 0.5 + 0.5 * z * numerator / denominator
+
+
+def float32_normal_gate_slope(x: float, gate: float) -> float:
+    "The derivative of x * Phi(x) given gate = Phi(x), for float32: Phi(x) + x * phi(x), phi in plain arithmetic."
+    u = -0.5 * x * x / 128.0   # phi(x) is exp(u)^128 / sqrt(2 pi)
+    small = 0.0
+    for coefficient in EXP_TAYLOR:
+        small = small * u + coefficient
+    for _ in range(7):
+        small = small * small
+    density = small * INV_SQRT_2PI if u >= -0.82 else 0.0   # phi(x) < exp(-105): below float32's smallest number
+    return gate + x * density
+
+
+FLOAT32_GELU_GATES = {**GELU_GATES, "none": (float32_normal_gate, float32_normal_gate_slope)}
+
 
 @functools.cache
-def gelu_kernels(backend: TensorBackend) -> dict[str, tuple]:
-    "The backend's map of each form's gate and zip of its slope, by form (\"none\": exact, \"tanh\"), compiled once."
-    return {form: (backend.ops.map(gate), backend.ops.zip(slope)) for form, (gate, slope) in GELU_GATES.items()}
+def gelu_kernels(backend: TensorBackend, dtype: Any) -> dict[str, tuple]:
+    "The backend's map of each form's gate and zip of its slope for `dtype`, by form (\"none\", \"tanh\"), compiled once."
+    gates = FLOAT32_GELU_GATES if dtype == float32 else GELU_GATES
+    return {form: (backend.ops.map(gate), backend.ops.zip(slope)) for form, (gate, slope) in gates.items()}
 
 # %% ../nbs/53_transformer.ipynb #ed97754d
 class Gelu(Function):
@@ -163,7 +206,7 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, approximate: str) -> Tensor:
-        gate = gelu_kernels(a.backend)[approximate][0](a)
+        gate = gelu_kernels(a.backend, a.dtype)[approximate][0](a)
         ctx.save_for_backward(a, gate, approximate)
         return a.backend.mul_zip(a, gate)
 
@@ -171,7 +214,7 @@ class Gelu(Function):
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
         a, gate, approximate = ctx.saved_values
         backend = grad_output.backend
-        return backend.mul_zip(gelu_kernels(backend)[approximate][1](a, gate), grad_output)
+        return backend.mul_zip(gelu_kernels(backend, a.dtype)[approximate][1](a, gate), grad_output)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
