@@ -424,11 +424,21 @@ MICRO_STEPS = 4
 DEPTH_BLOCK = 128
 "Inner-dimension steps per micro-kernel call: the rows of `b` they read (128 x 256 floats, 256 KiB) stay in the L2 cache while a whole panel reuses them."
 PANEL_ROWS = 32
-"Output rows of one parallel task."
+"Output rows of one parallel task, at most."
+PRODUCT_TASKS = 8
+"Parallel tasks a product is cut into at least, where its rows allow: panels get shorter to make them."
 TOTALS_PAD = 8
 "Spare floats at the end of each row of totals, so that the rows do not lie a multiple of 4 KiB apart (see the text)."
 MICRO_KERNEL_MATH = {"contract", "reassoc"}
 "Fast-math flags of the micro-kernel: fused multiply-adds, in an order the compiler may choose."
+
+
+@njit(inline="always")
+def panel_height(batches: int, rows: int) -> int:
+    "Rows per task: PANEL_ROWS, or fewer (a multiple of MICRO_ROWS) so that the product makes PRODUCT_TASKS tasks."
+    per_batch = (PRODUCT_TASKS + batches - 1) // max(batches, 1)  # tasks each batch entry must make
+    height = rows // per_batch // MICRO_ROWS * MICRO_ROWS
+    return min(PANEL_ROWS, max(MICRO_ROWS, height))
 
 
 @njit(inline="always")
@@ -506,10 +516,11 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: 4 rows x 4 steps per micro-kernel pass."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
     b_rows, b_batch_step, b_step = rows_of_b(b_storage, b_shape, b_strides)
-    panels = (rows + PANEL_ROWS - 1) // PANEL_ROWS
+    height = panel_height(out_shape[0], rows)
+    panels = (rows + height - 1) // height
     for task in prange(out_shape[0] * panels):
-        batch, first_row = task // panels, (task % panels) * PANEL_ROWS
-        end_row = min(first_row + PANEL_ROWS, rows)
+        batch, first_row = task // panels, (task % panels) * height
+        end_row = min(first_row + height, rows)
         a_start = batch * a_strides[0] if a_shape[0] > 1 else 0
         b_start = batch * b_batch_step if b_shape[0] > 1 else 0
         totals = np.empty((MICRO_ROWS, COLUMN_BLOCK + TOTALS_PAD), out_storage.dtype)  # float32 sums: 8 per SIMD op
@@ -613,6 +624,7 @@ class FastOps(KernelOps):
         return tensor_reduce(fn)
 
     matrix_multiply_kernel = staticmethod(fast_matrix_multiply)
+    product_sets_every_output = True  # each panel's first depth block stores its totals, later ones add to them
 
     @staticmethod
     def elementwise_grid(size: int) -> tuple[int, int]:
@@ -645,6 +657,7 @@ class CourseOps(FastOps):
     "`FastOps` on the kernels you write: your blocked matrix multiply here, your convolution kernels in chapter 4."
 
     matrix_multiply_kernel = staticmethod(blocked_matrix_multiply)
+    product_sets_every_output = False  # your kernel may add into its output: it starts as zeros
 
 
 CourseBackend = TensorBackend(CourseOps)

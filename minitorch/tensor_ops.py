@@ -226,8 +226,8 @@ def reduce_output(a: "Tensor", dim: int, start: float) -> "Tensor":
     return a._new(TensorData(storage, shape, validate=False))
 
 
-def matrix_multiply_output(a: "Tensor", b: "Tensor") -> "Tensor":
-    "A new tensor for `a @ b`, 2-D or 3-D: a matrix if both are matrices, else a batch (a matrix is a batch of one)."
+def matrix_multiply_output(a: "Tensor", b: "Tensor", unset: bool = False) -> "Tensor":
+    "A new zero tensor for `a @ b` (values unset if `unset`): a matrix if both are matrices, else a batch (a matrix is a batch of one)."
     if a.dims not in (2, 3) or b.dims not in (2, 3):
         raise IndexingError(f"matrix_multiply takes 2-D or 3-D tensors, got shapes {a.shape} and {b.shape}")
     if a.dtype != b.dtype:  # as in PyTorch: a product does not promote
@@ -236,12 +236,14 @@ def matrix_multiply_output(a: "Tensor", b: "Tensor") -> "Tensor":
         raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
                             f"inner dims {a.shape[-1]} and {b.shape[-2]} differ")
     if a.dims == 2 and b.dims == 2:
-        return a.zeros((a.shape[0], b.shape[1]))
-    a_batch, b_batch = a.shape[0] if a.dims == 3 else 1, b.shape[0] if b.dims == 3 else 1
-    if a_batch != b_batch and 1 not in (a_batch, b_batch):
-        raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
-                            f"batch sizes {a_batch} and {b_batch} do not broadcast")
-    return a.zeros((b_batch if a_batch == 1 else a_batch, a.shape[-2], b.shape[-1]))
+        shape = (a.shape[0], b.shape[1])
+    else:
+        a_batch, b_batch = a.shape[0] if a.dims == 3 else 1, b.shape[0] if b.dims == 3 else 1
+        if a_batch != b_batch and 1 not in (a_batch, b_batch):
+            raise IndexingError(f"cannot multiply shapes {a.shape} and {b.shape}: "
+                                f"batch sizes {a_batch} and {b_batch} do not broadcast")
+        shape = (b_batch if a_batch == 1 else a_batch, a.shape[-2], b.shape[-1])
+    return unset_output(a, shape, a.dtype) if unset else a.zeros(shape)
 
 
 def batched(data: TensorData) -> TensorData:
@@ -372,6 +374,9 @@ class KernelOps(TensorOps):
     matrix_multiply_kernel: Any = None
     "The table's batched matrix multiply kernel."
 
+    product_sets_every_output: bool = False
+    "Whether the matrix multiply kernel writes every output element; if not, or unknown, its output starts as zeros."
+
     gather_kernel: Any = None
     "The table's gather kernel (its launch grid is an elementwise one, over the output)."
 
@@ -433,7 +438,8 @@ class KernelOps(TensorOps):
 
     @classmethod
     def matrix_multiply(cls, a: "Tensor", b: "Tensor") -> "Tensor":
-        out = matrix_multiply_output(a, b)
+        # a kernel that sets every output needs no zeros first (unless the inner dim is 0: a sum of no products)
+        out = matrix_multiply_output(a, b, unset=cls.product_sets_every_output and a.shape[-1] > 0)
         batch = batched(out._tensor)  # a view of out's storage: the kernel writes into out
         cls.launch(cls.matrix_multiply_kernel, cls.matrix_multiply_grid(batch.shape, a.shape[-1]),
                    (batch, batched(a._tensor), batched(b._tensor)))

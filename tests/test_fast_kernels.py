@@ -75,6 +75,47 @@ def test_contiguous_fast_path_on_large_inputs():
     np.testing.assert_array_equal(as_numpy(out), -as_numpy(a))
 
 
+def strided(rng, shape, order):
+    "A `TensorData` of `shape` holding normal values, laid out in memory with its dims in `order` (outermost first)."
+    laid_out = TensorData(rng.normal(size=int(np.prod(shape))), tuple(shape[dim] for dim in order))
+    return laid_out.permute(*np.argsort(order).tolist())
+
+
+@pytest.mark.task("3.1")
+@pytest.mark.parametrize("a_shape, a_order, b_shape, b_order", [
+    ((3, 5000), (0, 1), (5000,), (0,)),              # a row broadcast: lines of 5000 cut by chunks of 4096
+    ((2, 3000, 1), (0, 1, 2), (1,), (0,)),           # a number times a column: one line of 6000, two chunks
+    ((12, 64, 1), (0, 1, 2), (12, 64, 1), (0, 1, 2)),  # same layout: the fast path
+    ((12, 64, 1), (0, 1, 2), (1,), (0,)),            # a row statistic times a number: one line of 768
+    ((70, 130), (1, 0), (70, 130), (1, 0)),          # both transposed: lines of 70 with step 130
+    ((70, 130), (1, 0), (1, 130), (0, 1)),           # a transposed input plus a broadcast row
+    ((4, 1, 6, 2500), (0, 1, 2, 3), (4, 1, 1, 2500), (2, 0, 1, 3)),  # size-1 dims inside, chunks mid-line
+])
+def test_lines_merge_dims_and_chunks_split_lines(a_shape, a_order, b_shape, b_order):
+    rng = np.random.default_rng(sum(a_shape))
+    a, b = strided(rng, a_shape, a_order), strided(rng, b_shape, b_order)
+    out_shape = shape_broadcast(a_shape, b_shape)
+    for kernel in (fast_ops.tensor_zip(operators.mul), fast_ops.single_threaded(fast_ops.tensor_zip(operators.mul))):
+        out = stale(out_shape)
+        kernel(*out.tuple(), *a.tuple(), *b.tuple())
+        np.testing.assert_array_equal(as_numpy(out), as_numpy(a) * as_numpy(b))
+    out = stale(out_shape)
+    fast_ops.tensor_map(operators.neg)(*out.tuple(), *b.tuple())
+    np.testing.assert_array_equal(as_numpy(out), np.broadcast_to(-as_numpy(b), out_shape))
+
+
+def test_line_start_finds_the_dims_a_tensor_walks_with_one_step():
+    def start(out_shape, data):
+        return fast_ops.line_start(np.array(out_shape), data._shape, data._strides)
+
+    rng = np.random.default_rng(0)
+    assert start((2, 3, 4), strided(rng, (2, 3, 4), (0, 1, 2))) == 0    # contiguous: every dim
+    assert start((2, 3, 4), strided(rng, (2, 3, 4), (2, 0, 1))) == 2    # last dim outermost in memory
+    assert start((2, 3, 4), strided(rng, (4,), (0,))) == 2              # a row: only the last dim (then step 0)
+    assert start((2, 3, 4), strided(rng, (1,), (0,))) == 0              # a number: step 0 everywhere
+    assert start((5, 1, 1), strided(rng, (5, 1, 1), (1, 2, 0))) == 0    # dims of size 1 never break a run
+
+
 @pytest.mark.task("3.2")
 @few_examples
 @given(st.data())

@@ -10,8 +10,9 @@ import minitorch
 from minitorch.module import Module, Parameter
 from minitorch.nn import Linear
 from minitorch.tensor_indexing import Embedding
-from minitorch.transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, Rsqrt, clip_grad_norm_, gelu, gpt_init_,
-                                   layer_norm, lr_schedule, renew_, rsqrt, weight_decay_groups)
+from minitorch.transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, LayerNormFun, Rsqrt, clip_grad_norm_,
+                                   fused_layer_norm, gelu, gpt_init_, layer_norm, lr_schedule, renew_, rsqrt,
+                                   weight_decay_groups)
 
 from backends import BACKENDS
 from tensor_strategies import arrays
@@ -166,6 +167,91 @@ def test_layer_norm_errors():
         layer_norm(minitorch.tensor([1, 2], dtype=minitorch.int64), 2)
     with pytest.raises(ValueError, match="normalized_shape must be"):
         LayerNorm(0)
+
+
+# --- fused_layer_norm ------------------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf in the simulator's kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=25)
+@given(data=st.data(), leading=st.lists(st.integers(0, 3), min_size=0, max_size=2).map(tuple),
+       features=st.integers(1, 9), affine=st.booleans(), scale=st.sampled_from([1e-2, 1.0, 30.0]),
+       special=st.booleans())
+def test_fused_layer_norm_against_torch(backend, dtype, data, leading, features, affine, scale, special):
+    dtype, name, tolerance = dtype
+    shape = (*leading, features)
+    if name == "float32":   # one float32 feature is a constant row: PyTorch's rounding of x - mean, / sqrt(eps)
+        assume(features > 1)
+    values = (data.draw(arrays(shape, name, special=special)) + np.array(3.0, dtype=name)) * np.array(scale, dtype=name)
+    upstream = data.draw(arrays(shape, name))
+    weight, bias = (data.draw(arrays((features,), name)) for _ in range(2))
+    x = ours(values, backend, dtype)
+    w, b = (ours(weight, backend, dtype), ours(bias, backend, dtype)) if affine else (None, None)
+    out = fused_layer_norm(x, features, w, b)
+    (out * ours(upstream, backend, dtype, grad=False)).sum().backward()
+
+    expected_x = torch_of(values)
+    expected_w, expected_b = (torch_of(weight), torch_of(bias)) if affine else (None, None)
+    expected = torch.nn.functional.layer_norm(expected_x, (features,), expected_w, expected_b)
+    (expected * torch.tensor(upstream)).sum().backward()
+    assert out.dtype == dtype and out.shape == shape
+    close(out, expected, tolerance, "output")
+    close(x.grad, expected_x.grad, tolerance * 10 if name == "float32" else tolerance, "input gradient")
+    if affine:
+        close(w.grad, expected_w.grad, tolerance * 10 if name == "float32" else tolerance, "weight gradient")
+        close(b.grad, expected_b.grad, tolerance, "bias gradient")
+
+
+@settings(max_examples=15)
+@given(data=st.data(), leading=leading_shapes, normalized=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple))
+def test_fused_layer_norm_matches_the_composed_one(data, leading, normalized):
+    arrays_ = [data.draw(arrays(shape)) for shape in ((*leading, *normalized), normalized, normalized)]
+    upstream = data.draw(arrays(arrays_[0].shape))
+    results = []
+    for norm in (layer_norm, fused_layer_norm):
+        tensors = [ours(array, minitorch.FastBackend, minitorch.float64) for array in arrays_]
+        out = norm(tensors[0], normalized, tensors[1], tensors[2], eps=1e-3)
+        (out * minitorch.tensor(upstream, backend=minitorch.FastBackend)).sum().backward()
+        results.append([out.to_numpy()] + [tensor.grad.to_numpy() for tensor in tensors])
+    for fused, composed in zip(results[1], results[0]):
+        np.testing.assert_allclose(fused, composed, rtol=1e-9, atol=1e-12)
+
+
+def test_fused_layer_norm_gradients_by_central_differences():
+    rng = np.random.default_rng(4)
+    mixing = minitorch.tensor(rng.normal(size=(2, 3, 5)), backend=minitorch.FastBackend)
+    minitorch.grad_check(lambda x, w, b: fused_layer_norm(x, 5, w, b) * mixing,
+                         *(minitorch.tensor(rng.normal(size=shape), backend=minitorch.FastBackend)
+                           for shape in [(2, 3, 5), 5, 5]), samples=10)
+
+
+def test_layer_norm_module_runs_one_kernel_each_way():
+    norm = LayerNorm(8, dtype=minitorch.float32)
+    x = minitorch.tensor(np.random.default_rng(5).normal(size=(4, 8)), backend=minitorch.FastBackend,
+                         dtype=minitorch.float32, requires_grad=True)
+    out = norm(x)
+    functions = set()
+    node = out
+    while node.history is not None and node.history.last_fn is not None:
+        functions.add(node.history.last_fn)
+        node = node.history.inputs[0]
+    assert LayerNormFun in functions
+    out.sum().backward()
+    assert x.grad.shape == (4, 8) and norm.weight.value.grad.shape == (8,)
+
+
+def test_fused_layer_norm_mixes_dtypes_as_the_composed_one_does():
+    x = minitorch.tensor(np.arange(6.0).reshape(2, 3), backend=minitorch.FastBackend, dtype=minitorch.float32)
+    w = minitorch.tensor([1.0, 2.0, 3.0], backend=minitorch.FastBackend)
+    fused, composed = fused_layer_norm(x, 3, w), layer_norm(x, 3, w)
+    assert fused.dtype == composed.dtype == minitorch.float64
+    np.testing.assert_allclose(fused.to_numpy(), composed.to_numpy(), rtol=1e-6)
+    with pytest.raises(TypeError, match="float tensor"):
+        fused_layer_norm(minitorch.tensor([1, 2], dtype=minitorch.int64), 2)
+    with pytest.raises(ValueError, match=r"shape \(2, 3\) does not end in them"):
+        fused_layer_norm(x, 4)
 
 
 # --- gelu -----------------------------------------------------------------------------------------------------
