@@ -196,7 +196,7 @@ def start_threads_spinning_briefly(environ: MutableMapping[str, str] = os.enviro
     try:
         numba.get_num_threads()  # loads the threading layer: libgomp reads its variables now, and only now
     finally:
-        del environ["GOMP_SPINCOUNT"]  # for Numba's pool only: PyTorch's OpenMP and child processes keep theirs
+        del environ["GOMP_SPINCOUNT"]  # child processes keep their own (PyTorch imported later shares this libgomp)
     return True
 
 
