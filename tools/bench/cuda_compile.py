@@ -5,7 +5,8 @@ Kernels are found, not listed: every kernel object at module level in a `minitor
 kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
 build, one per float function, and for the reduce kernels one per dtype), and every kernel held by what a
 module's kernel factory returns for that backend (a module-level function `*_kernels(backend)`, as
-chapter 5's `tanh_kernels`, `rsqrt_kernels` and `gelu_kernels`). Each is compiled with the
+chapter 5's `tanh_kernels` and `rsqrt_kernels`, or `*_kernels(backend, dtype)`, asked once per storage dtype,
+as `gelu_kernels`). Each is compiled with the
 signatures it is launched with, read from its annotations (`Storage` is a contiguous array of the tensors'
 dtype, once float64 and once float32; `Shape`/`Strides` contiguous int64 arrays, `int` an int64, `float`
 a float64), for every architecture in `ARCHITECTURES`, then assembled to machine code with `ptxas` from the
@@ -13,6 +14,7 @@ same wheels (which reports each kernel's registers). Exit status 1 on any error.
 """
 import importlib
 import importlib.metadata
+import inspect
 import os
 import pkgutil
 import re
@@ -194,12 +196,15 @@ def factory_kernels(package: types.ModuleType, backend: Any, kernel_type: type,
             if not (name.endswith("_kernels") and callable(value) and getattr(value, "__module__", None) == module.__name__
                     and list(typing.get_type_hints(value).values())[:1] == [type(backend)]):
                 continue  # not a factory taking a backend (conv's `uses_course_kernels` takes a tensor)
-            made = value(backend)
-            functions = [f for part in (made.values() if isinstance(made, dict) else [made])
-                         for f in (part if isinstance(part, tuple) else (part,))]
-            found.update({f"{info.name}.{name}:{kernel.py_func.__name__}#{position} {dtype.name}": (kernel, dtype)
-                          for position, function in enumerate(functions)
-                          for kernel, dtype in held_kernels(function, kernel_type, per_dtype_type)})
+            # a factory that also takes a dtype (chapter 5's `gelu_kernels`) is asked once for each storage dtype
+            takes_dtype = len(inspect.signature(value).parameters) > 1
+            asked = [(f"({dtype.name})", value(backend, dtype)) for dtype in STORAGE_DTYPES] if takes_dtype else [("", value(backend))]
+            for asked_for, made in asked:
+                functions = [f for part in (made.values() if isinstance(made, dict) else [made])
+                             for f in (part if isinstance(part, tuple) else (part,))]
+                found.update({f"{info.name}.{name}{asked_for}:{kernel.py_func.__name__}#{position} {dtype.name}": (kernel, dtype)
+                              for position, function in enumerate(functions)
+                              for kernel, dtype in held_kernels(function, kernel_type, per_dtype_type)})
     return found
 
 
