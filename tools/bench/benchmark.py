@@ -488,7 +488,8 @@ def gpt_step_row() -> Row:
         return loss.item()
 
     same_work(ours, reference, "the GPT steps", rtol=1e-4)
-    return Row(ours, reference, "PyTorch float32", Bar(0.5), max_repeats=7)
+    # PyTorch shares the libgomp Numba loaded, with its spin (MAINTAINERS, chapter 5): alone it runs faster
+    return Row(ours, reference, "PyTorch float32 on our libgomp", Bar(0.5), max_repeats=7)
 
 
 def same_work(ours: Call, reference: Call, what: str, rtol: float = 1e-6) -> None:
