@@ -10,7 +10,7 @@ __all__ = ['FAST', 'maps_index_device', 'maps_position_device', 'conv_output_siz
            'padded_planes', 'stride_one_geometry', 'fast_conv2d', 'fast_conv2d_backward', 'as_pair', 'check_conv',
            'uses_course_kernels', 'end_padded', 'course_conv', 'course_conv_backward', 'on_cuda', 'as_maps_shape',
            'as_maps', 'maps_index', 'maps_position', 'cuda_conv2d_forward_kernel', 'cuda_conv2d_backward_input_kernel',
-           'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'conv_forward',
+           'block_total', 'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'conv_forward',
            'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
@@ -460,6 +460,22 @@ def cuda_conv2d_backward_input_kernel(grad_input: Storage, grad_input_shape: Sha
         grad_input[maps_position_device(grad_input_strides, sample, in_channel, y, x)] = total
 
 
+@cuda.jit(device=True)
+def block_total(partials: Any, value: float, lane: int, lanes: int) -> float:
+    "The sum of `value` over a block's `lanes` threads (a power of two), halved in the shared array `partials`; all get it."
+    partials[lane] = value
+    cuda.syncthreads()
+    half = lanes // 2
+    while half > 0:
+        if lane < half:
+            partials[lane] += partials[lane + half]
+        cuda.syncthreads()
+        half //= 2
+    total = partials[0]
+    cuda.syncthreads()  # every thread has read the total before the array is written again
+    return total
+
+
 @cuda.jit
 def cuda_conv2d_backward_weight_kernel(grad_weight: Storage, grad_weight_shape: Shape, grad_weight_strides: Strides,
                                        grad_out: Storage, grad_out_shape: Shape, grad_out_strides: Strides,
@@ -481,17 +497,9 @@ def cuda_conv2d_backward_weight_kernel(grad_weight: Storage, grad_weight_shape: 
             if 0 <= y < height and 0 <= x < width:
                 total += (grad_out[maps_position_device(grad_out_strides, sample, out_channel, row, column)]
                           * input[maps_position_device(input_strides, sample, in_channel, y, x)])
-        partials[lane] = total
-        cuda.syncthreads()
-        half = lanes // 2
-        while half > 0:
-            if lane < half:
-                partials[lane] += partials[lane + half]
-            cuda.syncthreads()
-            half //= 2
+        entry_total = block_total(partials, total, lane, lanes)
         if lane == 0:
-            grad_weight[maps_position_device(grad_weight_strides, out_channel, in_channel, tap_y, tap_x)] = partials[0]
-        cuda.syncthreads()  # partials[0] is read before the next entry overwrites it
+            grad_weight[maps_position_device(grad_weight_strides, out_channel, in_channel, tap_y, tap_x)] = entry_total
 
 # %% ../nbs/40_conv.ipynb #f4dcab7e
 def cuda_conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int], padding: tuple[int, int],

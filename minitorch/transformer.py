@@ -18,7 +18,7 @@ from numba import cuda, njit, prange
 
 from .adam import Adam
 from .autodiff import Context
-from .conv import as_array, from_array, on_cuda
+from .conv import as_array, block_total, from_array, on_cuda
 from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, launch, map_launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, kernel_for
 from .attention import CausalSelfAttention
@@ -191,22 +191,6 @@ def host_layer_norm_backward(grad_output: Tensor, rows: Tensor, weight: Tensor,
             from_array(grad_bias, weight))
 
 # %% ../nbs/53_transformer.ipynb #bbd6d22d
-@cuda.jit(device=True)
-def block_total(partials: Any, value: float, lane: int, lanes: int) -> float:
-    "The sum of `value` over a block's `lanes` threads (a power of two), halved in the shared array `partials`; all get it."
-    partials[lane] = value
-    cuda.syncthreads()
-    half = lanes // 2
-    while half > 0:
-        if lane < half:
-            partials[lane] += partials[lane + half]
-        cuda.syncthreads()
-        half //= 2
-    total = partials[0]
-    cuda.syncthreads()  # every thread has read the total before the array is written again
-    return total
-
-
 @cuda.jit
 def cuda_layer_norm_kernel(out: Storage, out_shape: Shape, out_strides: Strides,
                            statistics: Storage, statistics_shape: Shape, statistics_strides: Strides,
