@@ -205,8 +205,10 @@ start_threads_spinning_briefly()
 # %% ../nbs/30_fast_ops.ipynb #d5cced73
 KEPT_FREE_BYTES = 512 * 2**20
 "Freed memory glibc keeps for reuse instead of returning it to the operating system."
-LARGEST_REUSED_BLOCK = 32 * 2**20
+LARGEST_REUSED_BLOCK = 256 * 2**20
 "Blocks up to this size are served from that kept memory; larger ones are mapped afresh each time."
+OLDER_GLIBC_LARGEST_BLOCK = 32 * 2**20
+"The largest such size that older glibc versions accept."
 MALLOPT_TRIM_THRESHOLD, MALLOPT_MMAP_THRESHOLD = -1, -3  # the parameter numbers of glibc's <malloc.h>
 
 
@@ -217,8 +219,9 @@ def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
     if platform.libc_ver()[0] != "glibc":
         return False
     libc = ctypes.CDLL(None)
-    return bool(libc.mallopt(MALLOPT_MMAP_THRESHOLD, LARGEST_REUSED_BLOCK)
-                and libc.mallopt(MALLOPT_TRIM_THRESHOLD, KEPT_FREE_BYTES))
+    served_from_kept = (libc.mallopt(MALLOPT_MMAP_THRESHOLD, LARGEST_REUSED_BLOCK)
+                        or libc.mallopt(MALLOPT_MMAP_THRESHOLD, OLDER_GLIBC_LARGEST_BLOCK))
+    return bool(served_from_kept and libc.mallopt(MALLOPT_TRIM_THRESHOLD, KEPT_FREE_BYTES))
 
 
 keep_freed_memory()
