@@ -65,6 +65,26 @@ def test_reduce_matches_the_simple_kernel(draw, fn):
 
 
 @pytest.mark.task("3.1")
+@few_examples
+@given(st.integers(1, 5), st.integers(1, 700), st.sampled_from([np.float32, np.float64]),
+       st.sampled_from(["add", "max"]), st.booleans(), st.booleans(), st.integers(0, 2**32 - 1))
+def test_long_lanes_fold_as_numpy_does(lines, length, dtype, name, transposed, with_nan, seed):
+    "`fold_lane`'s rows of `LANE_WIDTH` partial totals (adjacent lanes) and `reduce_lane` (strided) against NumPy."
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(lines, length)).astype(dtype)
+    if with_nan:
+        values[rng.integers(lines), rng.integers(length)] = np.nan
+    data = TensorData(values.ravel(), values.shape)
+    if transposed:  # the same numbers laid out column-major: each lane now steps by `lines`
+        data = TensorData(np.ascontiguousarray(values.T).ravel(), (length, lines)).permute(1, 0)
+    fn, start, expected = {"add": (operators.add, 0.0, values.sum(1, dtype=np.float64)),
+                           "max": (operators.max, -np.inf, values.max(1))}[name]
+    out = TensorData(np.full(lines, start, dtype), (lines, 1))
+    fast_ops.tensor_reduce(fn)(*out.tuple(), *data.tuple(), 1)
+    np.testing.assert_allclose(out._storage, expected, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+@pytest.mark.task("3.1")
 def test_contiguous_fast_path_on_large_inputs():
     rng = np.random.default_rng(5)
     a, b = (TensorData(rng.normal(size=300_000), (300, 1000)) for _ in range(2))
