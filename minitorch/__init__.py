@@ -41,7 +41,8 @@ from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabular
                             get_batch, names_list, sample, sequence_loss, shakespeare_plays, split_plays)
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
-from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
+from .attention import (CausalSelfAttention, SoftmaxFun, attention_weights, fused_softmax,
+                                  scaled_dot_product_attention)
 from .transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, LayerNormFun, Rsqrt, clip_grad_norm_,
                                     fused_layer_norm, gelu, gpt_init_, layer_norm, lr_schedule, rsqrt,
                                     weight_decay_groups)
@@ -77,6 +78,6 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",
            "MLPLanguageModel", "examples_loss", "sample_name",
-           "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention",
+           "fused_softmax", "SoftmaxFun", "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention",
            "Rsqrt", "rsqrt", "layer_norm", "fused_layer_norm", "LayerNormFun", "LayerNorm", "Gelu", "gelu", "GELU", "MLP", "Block", "gpt_init_",
            "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_"]

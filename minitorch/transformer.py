@@ -19,9 +19,9 @@ from numba import cuda, njit, prange
 from .adam import Adam
 from .autodiff import Context
 from .conv import as_array, block_total, from_array, on_cuda
-from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, launch, map_launch
+from .cuda_ops import REDUCE_THREADS, launch, map_launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, kernel_for
-from .attention import CausalSelfAttention
+from .attention import ROW_KERNEL_MATH, CausalSelfAttention, float32_exp_nonpositive, row_launch
 from .module import Module, Parameter
 from .nn import Dropout, Linear
 from .tensor import Tensor, tensor
@@ -109,11 +109,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     return out if bias is None else out + bias
 
 # %% ../nbs/53_transformer.ipynb #d836b493
-LAYER_NORM_MATH = {"reassoc", "contract"}
-"Fast-math flags of the host kernels: the row sums may be added in any order (in SIMD lanes); NaN and inf stay as they are."
-
-
-@njit(parallel=True, cache=True, fastmath=LAYER_NORM_MATH)
+@njit(parallel=True, cache=True, fastmath=ROW_KERNEL_MATH)
 def layer_norm_rows_kernel(out: Storage, statistics: Storage, rows: Storage, weight: Storage, bias: Storage,
                            width: int, eps: float) -> None:
     "Each row of `width` numbers normalised, times `weight`, plus `bias`; each row's mean and r = 1/std into `statistics`."
@@ -138,7 +134,7 @@ def layer_norm_rows_kernel(out: Storage, statistics: Storage, rows: Storage, wei
                 line[column] = (values[column] - centre) * scale * weight[column] + bias[column]
 
 
-@njit(parallel=True, cache=True, fastmath=LAYER_NORM_MATH)
+@njit(parallel=True, cache=True, fastmath=ROW_KERNEL_MATH)
 def layer_norm_rows_backward_kernel(grad_rows: Storage, weight_parts: Storage, bias_parts: Storage, grad_out: Storage,
                                     rows: Storage, weight: Storage, statistics: Storage, width: int) -> None:
     "The gradient of each row from the formula above; each chunk of rows adds its part of weight's and bias's into its line."
@@ -260,11 +256,6 @@ def cuda_layer_norm_parameters_kernel(grad_weight: Storage, grad_weight_shape: S
         grad_bias[column] = bias_total
 
 
-def row_launch(height: int, width: int) -> tuple[int, int]:
-    "`(blocks, threads)` for a kernel with a block per row of `width`: threads a power of two, at most REDUCE_THREADS."
-    return min(height, MAX_BLOCKS), min(REDUCE_THREADS, 1 << (width - 1).bit_length())
-
-
 def cuda_layer_norm(rows: Tensor, weight: Tensor, bias: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     "`cuda_layer_norm_kernel` on a (height, width) tensor in GPU memory: the output and the (2, height) statistics."
     height, width = rows.shape
@@ -376,8 +367,6 @@ ERF_DENOMINATOR = (-1.45660718464996e-05, -2.13374055278905e-04, -1.682826974382
 "q's coefficients, highest power of z^2 first."
 SQRT_HALF = math.sqrt(0.5)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-EXP_TAYLOR = tuple(1.0 / math.factorial(power) for power in range(10, -1, -1))
-"The Taylor series of exp at 0 up to u^10, highest power first."
 
 
 def float32_normal_gate(x: float) -> float:
@@ -397,14 +386,7 @@ def float32_normal_gate(x: float) -> float:
 
 def float32_normal_gate_slope(x: float, gate: float) -> float:
     "The derivative of x * Phi(x) given gate = Phi(x), for float32: Phi(x) + x * phi(x), phi in plain arithmetic."
-    u = -0.5 * x * x / 128.0   # phi(x) is exp(u)^128 / sqrt(2 pi)
-    small = 0.0
-    for coefficient in EXP_TAYLOR:
-        small = small * u + coefficient
-    for _ in range(7):
-        small = small * small
-    density = small * INV_SQRT_2PI if u >= -0.82 else 0.0   # phi(x) < exp(-105): below float32's smallest number
-    return gate + x * density
+    return gate + x * float32_exp_nonpositive(-0.5 * x * x) * INV_SQRT_2PI
 
 
 FLOAT32_GELU_GATES = {**GELU_GATES, "none": (float32_normal_gate, float32_normal_gate_slope)}

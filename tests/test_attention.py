@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
-from minitorch.nn import Linear
+from minitorch.attention import (CausalSelfAttention, SoftmaxFun, attention_weights, float32_exp_nonpositive,
+                                  fused_softmax, scaled_dot_product_attention)
+from minitorch.nn import Linear, softmax
 from minitorch.tensor_indexing import tril
 from backends import BACKENDS
+from tensor_strategies import arrays
 
 try:
     import torch
@@ -314,3 +316,84 @@ def test_initialisers_take_a_dtype(init):
     in_float32 = init((5, 4), rng=3, dtype=minitorch.float32)
     assert in_float32.dtype == minitorch.float32 and init((5, 4), rng=3).dtype == minitorch.float64
     np.testing.assert_array_equal(in_float32.to_numpy(), init((5, 4), rng=3).to_numpy().astype(np.float32))
+
+
+# --- fused_softmax ---------------------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf, NaN in the simulator
+@pytest.mark.parametrize("dtypes", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple),
+       scale=st.sampled_from([1e-2, 1.0, 30.0]), special=st.booleans())
+def test_fused_softmax_against_torch(backend, dtypes, data, shape, scale, special):
+    "Values and gradients over every dim, with inf, -inf (masked keys, masked rows) and NaN among the scores."
+    dtype, name, tolerance = dtypes
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    values = data.draw(arrays(shape, name.__name__, special=special)) * name(scale)
+    upstream = data.draw(arrays(shape, name.__name__))
+    scores = made(values, backend, dtype, requires_grad=True)
+    out = fused_softmax(scores, dim)
+    (out * made(upstream, backend, dtype)).sum().backward()
+    expected_scores = torch.tensor(values, requires_grad=True)
+    expected = torch.softmax(expected_scores, dim)
+    (expected * torch.tensor(upstream)).sum().backward()
+    assert out.dtype == dtype and out.shape == shape
+    close(out, expected, tolerance, "weights")
+    close(scores.grad, expected_scores.grad, tolerance, "gradient of the scores")
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 70), min_size=1, max_size=3).map(tuple))
+def test_fused_softmax_matches_the_composed_one(data, shape):
+    "Rows long enough for the kernels' SIMD loops, and softmax and fused_softmax in one float64 tolerance."
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    values, upstream = data.draw(arrays(shape)) * 5, data.draw(arrays(shape))
+    results = []
+    for norm in (softmax, fused_softmax):
+        scores = made(values, minitorch.FastBackend, minitorch.float64, requires_grad=True)
+        out = norm(scores, dim)
+        (out * made(upstream, minitorch.FastBackend, minitorch.float64)).sum().backward()
+        results.append((out.to_numpy(), scores.grad.to_numpy()))
+    for fused, composed in zip(results[1], results[0]):
+        np.testing.assert_allclose(fused, composed, rtol=1e-10, atol=1e-14)
+
+
+def test_fused_softmax_gradient_by_central_differences():
+    rng = np.random.default_rng(6)
+    mixing = minitorch.tensor(rng.normal(size=(2, 3, 5)), backend=minitorch.FastBackend)
+    for dim in (-1, 1):
+        minitorch.grad_check(lambda x: fused_softmax(x, dim) * mixing,
+                             minitorch.tensor(rng.normal(size=(2, 3, 5)), backend=minitorch.FastBackend), samples=10)
+
+
+def test_fused_softmax_edges():
+    empty = minitorch.tensor(np.zeros((2, 0)), backend=minitorch.FastBackend)
+    assert fused_softmax(empty, -1).shape == (2, 0)
+    ints = fused_softmax(minitorch.tensor([[0, 1, 2]], dtype=minitorch.int64), 1)
+    assert ints.dtype == minitorch.float64 and np.allclose(ints.to_numpy().sum(), 1.0)
+    with pytest.raises(Exception, match="dim"):
+        fused_softmax(minitorch.tensor([1.0, 2.0]), 1)
+
+
+def test_float32_exp_nonpositive_to_float32_precision():
+    u = np.concatenate([np.linspace(-104.0, 0.0, 20_001), -np.logspace(-8, 0, 50)])
+    ours = np.array([float32_exp_nonpositive(value) for value in u])
+    normal = np.exp(u) > np.finfo(np.float32).tiny
+    np.testing.assert_allclose(ours[normal].astype(np.float32), np.exp(u[normal]), rtol=3e-7, atol=0)
+    assert float32_exp_nonpositive(-np.inf) == 0.0 and float32_exp_nonpositive(-106.0) == 0.0
+    assert np.isnan(float32_exp_nonpositive(np.nan))
+
+
+def test_causal_self_attention_runs_the_fused_softmax():
+    attention = CausalSelfAttention(8, 2, dtype=minitorch.float32)
+    x = minitorch.tensor(np.random.default_rng(7).normal(size=(2, 5, 8)), backend=minitorch.FastBackend,
+                         dtype=minitorch.float32, requires_grad=True)
+    functions, waiting = set(), [attention(x)]
+    while waiting:
+        node = waiting.pop()
+        if node.history is not None and node.history.last_fn is not None:
+            functions.add(node.history.last_fn)
+            waiting.extend(node.history.inputs)
+    assert SoftmaxFun in functions
