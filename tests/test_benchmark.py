@@ -134,3 +134,12 @@ def test_rows_without_pytorch_are_skipped_not_failed(benchmark, monkeypatch, cap
     [spec] = [spec for spec in benchmark.rows(mnist_batches=1) if spec.name.startswith("MLP SGD step")][:1]
     assert benchmark.measure(spec, repeats=1, sample_seconds=0.0) is None
     assert "skipped: PyTorch is not installed" in capsys.readouterr().out
+
+
+def test_gpt_row_runs_pytorch_in_a_process_of_its_own(benchmark):
+    "The reference steps in `torch_gpt_worker.py` (its own libgomp) and keeps computing the loss ours computes."
+    pytest.importorskip("torch")
+    row = benchmark.gpt_step_row()  # which already compared one step of each
+    assert row.reference_name == "PyTorch float32, own process"
+    ours, theirs = row.ours(), row.reference()
+    assert abs(ours - theirs) <= 1e-4 * abs(ours), (ours, theirs)
