@@ -17,8 +17,9 @@ from typing import Any, Callable, Mapping, MutableMapping
 
 import numpy as np
 import numba
-from numba import njit, prange
-from numba.extending import register_jitable
+from numba import carray, njit, prange
+from numba.core import cgutils
+from numba.extending import intrinsic, overload, register_jitable
 
 from . import tensor_data
 from .tensor_data import Shape, Storage, Strides
@@ -439,19 +440,17 @@ blocked_matrix_multiply = njit(parallel=True, cache=True)(blocked_matrix_multipl
 
 # %% ../nbs/30_fast_ops.ipynb #5e51de5b
 MICRO_ROWS = 4
-"Output rows the micro-kernel updates together: each value of `b` it loads serves all of them."
-MICRO_STEPS = 4
-"Inner-dimension steps the micro-kernel takes per pass over its rows: each total it loads and stores gets this many multiply-adds."
+"Output rows a tile covers: each row of `b` it loads serves all of them."
+TILE_BYTES = 256
+"Bytes of one row of a register tile: four 64-byte AVX-512 registers, 64 float32 or 32 float64 sums."
 DEPTH_BLOCK = 128
-"Inner-dimension steps per micro-kernel call: the rows of `b` they read (128 x 256 floats, 256 KiB) stay in the L2 cache while a whole panel reuses them."
+"Inner-dimension steps per tile: the rows of `b` they read (128 x 256 bytes, 32 KiB) stay in the fastest caches while the whole panel reuses them."
 PANEL_ROWS = 32
 "Output rows of one parallel task, at most."
 PRODUCT_TASKS = 8
 "Parallel tasks a product is cut into at least, where its rows allow: panels get shorter to make them."
-TOTALS_PAD = 8
-"Spare floats at the end of each row of totals, so that the rows do not lie a multiple of 4 KiB apart (see the text)."
 MICRO_KERNEL_MATH = {"contract", "reassoc"}
-"Fast-math flags of the micro-kernel: fused multiply-adds, in an order the compiler may choose."
+"Fast-math flags of the tiles: fused multiply-adds, in an order the compiler may choose."
 
 
 @njit(inline="always")
@@ -462,42 +461,69 @@ def panel_height(batches: int, rows: int) -> int:
     return min(PANEL_ROWS, max(MICRO_ROWS, height))
 
 
-@njit(inline="always")
-def four_values(storage: Storage, position: int, step: int) -> tuple[float, float, float, float]:
-    "The values at `position` and at 1, 2 and 3 `step`s past it."
-    return storage[position], storage[position + step], storage[position + 2 * step], storage[position + 3 * step]
+def tile_columns(storage: Storage) -> int:
+    "Columns of a register tile over `storage`'s dtype (in compiled code, a constant of the dtype)."
+    return TILE_BYTES // storage.itemsize
 
 
-@njit(fastmath=MICRO_KERNEL_MATH, cache=True)
-def micro_kernel(totals: np.ndarray, a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
-                 b_storage: Storage, b_start: int, b_step: int, cols: int, depth: int) -> None:
-    "Add to the 4 rows of `totals` the product of 4 rows of `a` (from `a_rows`) and `depth` rows of `b` (`cols` wide)."
-    total0, total1, total2, total3 = totals[0], totals[1], totals[2], totals[3]
-    row0, row1, row2, row3 = a_rows
-    for step in range(0, depth - MICRO_STEPS + 1, MICRO_STEPS):
-        a0 = four_values(a_storage, row0 + step * a_step, a_step)
-        a1 = four_values(a_storage, row1 + step * a_step, a_step)
-        a2 = four_values(a_storage, row2 + step * a_step, a_step)
-        a3 = four_values(a_storage, row3 + step * a_step, a_step)
-        b_row = b_start + step * b_step
-        b0, b1 = b_storage[b_row:b_row + cols], b_storage[b_row + b_step:b_row + b_step + cols]
-        b2, b3 = b_storage[b_row + 2 * b_step:b_row + 2 * b_step + cols], b_storage[b_row + 3 * b_step:b_row + 3 * b_step + cols]
-        for col in range(cols):
-            x0, x1, x2, x3 = b0[col], b1[col], b2[col], b3[col]
-            total0[col] += a0[0] * x0 + a0[1] * x1 + a0[2] * x2 + a0[3] * x3
-            total1[col] += a1[0] * x0 + a1[1] * x1 + a1[2] * x2 + a1[3] * x3
-            total2[col] += a2[0] * x0 + a2[1] * x1 + a2[2] * x2 + a2[3] * x3
-            total3[col] += a3[0] * x0 + a3[1] * x1 + a3[2] * x2 + a3[3] * x3
-    for step in range(depth - depth % MICRO_STEPS, depth):  # the last depth % 4 steps, one at a time
-        a0, a1 = a_storage[row0 + step * a_step], a_storage[row1 + step * a_step]
-        a2, a3 = a_storage[row2 + step * a_step], a_storage[row3 + step * a_step]
-        b_row = b_start + step * b_step
-        b = b_storage[b_row:b_row + cols]
-        for col in range(cols):
-            total0[col] += a0 * b[col]
-            total1[col] += a1 * b[col]
-            total2[col] += a2 * b[col]
-            total3[col] += a3 * b[col]
+@overload(tile_columns)
+def compiled_tile_columns(storage):  # unannotated: Numba matches an overload's signature to the function's
+    "`tile_columns` in compiled code: worked out from the dtype when the kernel is compiled."
+    columns = TILE_BYTES * 8 // storage.dtype.bitwidth
+    return lambda storage: columns
+
+
+@intrinsic
+def stack_tile(typing_context: Any, like: Any) -> tuple[Any, Callable[..., Any]]:
+    "Room for MICRO_ROWS x tile_columns values of `like`'s dtype in the kernel's stack frame (uninitialised)."
+    dtype = like.dtype
+    size = MICRO_ROWS * TILE_BYTES * 8 // dtype.bitwidth
+
+    def codegen(context: Any, builder: Any, signature: Any, arguments: Any) -> Any:
+        return cgutils.alloca_once(builder, context.get_value_type(dtype), size=context.get_constant(numba.types.intp, size))
+
+    return numba.types.CPointer(dtype)(like), codegen
+
+
+def tile_product_kernel(part: int) -> Callable[..., None]:
+    "The tile function for 1/`part` of a tile's columns (`part` 0: any width, its sums then stay in memory)."
+
+    @njit(fastmath=MICRO_KERNEL_MATH, inline="always")
+    def tile_product(out_storage: Storage, position: int, row_stride: int, col_stride: int, rows: int, add: bool,
+                     a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
+                     b_storage: Storage, b_start: int, b_step: int, depth: int, width: int) -> None:
+        "Store (add if `add`) at `position` the product of 4 rows of `a` and `depth` rows of `b`, `width` wide."
+        if part:
+            width = tile_columns(out_storage) // part  # a constant: the loops below have fixed bounds
+        tile = carray(stack_tile(out_storage), (MICRO_ROWS, tile_columns(out_storage)))
+        tile[:, :] = 0
+        row0, row1, row2, row3 = a_rows
+        for step in range(depth):
+            at = step * a_step
+            a0, a1, a2, a3 = a_storage[row0 + at], a_storage[row1 + at], a_storage[row2 + at], a_storage[row3 + at]
+            b_row = b_storage[b_start + step * b_step:]
+            for col in range(width):
+                tile[0, col] += a0 * b_row[col]
+                tile[1, col] += a1 * b_row[col]
+                tile[2, col] += a2 * b_row[col]
+                tile[3, col] += a3 * b_row[col]
+        for row in range(MICRO_ROWS):
+            start = position + row * row_stride
+            if row >= rows:  # a reread row of `a`: its sums are not stored
+                pass
+            elif col_stride == 1:
+                target = out_storage[start:start + width]
+                for col in range(width):
+                    target[col] = target[col] + tile[row, col] if add else tile[row, col]
+            else:
+                for col in range(width):
+                    at = start + col * col_stride
+                    out_storage[at] = out_storage[at] + tile[row, col] if add else tile[row, col]
+
+    return tile_product
+
+
+full_tile_product, half_tile_product, narrow_tile_product = (tile_product_kernel(part) for part in (1, 2, 0))
 
 
 @njit(cache=True)
@@ -515,52 +541,54 @@ def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[S
     return copy, depth * cols, cols
 
 
-@njit(inline="always")
-def store_totals(out_storage: Storage, position: int, row_stride: int, col_stride: int, totals: np.ndarray,
-                 rows: int, cols: int, add: bool) -> None:
-    "Write the first `rows` x `cols` of `totals` into the output at `position` (add them to it if `add`)."
-    for row in range(rows):
-        start, line = position + row * row_stride, totals[row]
-        if col_stride == 1:  # the usual case, a loop the compiler turns into SIMD instructions
-            target = out_storage[start:start + cols]
-            for col in range(cols):
-                target[col] = target[col] + line[col] if add else line[col]
-        else:
-            for col in range(cols):
-                position_col = start + col * col_stride
-                out_storage[position_col] = out_storage[position_col] + line[col] if add else line[col]
+@njit(fastmath=MICRO_KERNEL_MATH, cache=True)
+def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: int, rows: int, cols: int,
+                  a_storage: Storage, a_start: int, a_row: int, a_step: int,
+                  b_storage: Storage, b_start: int, b_step: int, depth: int) -> None:
+    "`rows` rows of a product, tile by tile: the rows of `a` from `a_start` times `depth` rows of `b` from `b_start`."
+    full = tile_columns(out_storage)
+    for first_step in range(0, depth, DEPTH_BLOCK):
+        block_depth, add = min(DEPTH_BLOCK, depth - first_step), first_step > 0
+        a_first, b_first = a_start + first_step * a_step, b_start + first_step * b_step
+        first_col = 0
+        while first_col < cols:
+            width = min(cols - first_col, full)
+            width = full // 2 if full // 2 <= width < full else width
+            for row in range(0, rows, MICRO_ROWS):
+                block_rows = min(MICRO_ROWS, rows - row)
+                a_rows = (a_first + row * a_row, a_first + (row + min(1, block_rows - 1)) * a_row,
+                          a_first + (row + min(2, block_rows - 1)) * a_row, a_first + (row + min(3, block_rows - 1)) * a_row)
+                position, b_tile = out_start + row * out_row + first_col * out_col, b_first + first_col
+                if width == full and block_rows == MICRO_ROWS and out_col == 1 and not add:  # the usual case
+                    full_tile_product(out_storage, position, out_row, 1, MICRO_ROWS, False,
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                elif width == full:
+                    full_tile_product(out_storage, position, out_row, out_col, block_rows, add,
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                elif width == full // 2:
+                    half_tile_product(out_storage, position, out_row, out_col, block_rows, add,
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                else:
+                    narrow_tile_product(out_storage, position, out_row, out_col, block_rows, add,
+                                        a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+            first_col += width
 
 
 def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
                                 a_storage: Storage, a_shape: Shape, a_strides: Strides,
                                 b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
-    "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: 4 rows x 4 steps per micro-kernel pass."
+    "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: panels of rows on threads, tiles in registers."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
     b_rows, b_batch_step, b_step = rows_of_b(b_storage, b_shape, b_strides)
     height = panel_height(out_shape[0], rows)
     panels = (rows + height - 1) // height
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * height
-        end_row = min(first_row + height, rows)
-        a_start = batch * a_strides[0] if a_shape[0] > 1 else 0
+        a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
         b_start = batch * b_batch_step if b_shape[0] > 1 else 0
-        totals = np.empty((MICRO_ROWS, COLUMN_BLOCK + TOTALS_PAD), out_storage.dtype)  # float32 sums: 8 per SIMD op
-        for first_col in range(0, cols, COLUMN_BLOCK):
-            block_cols = min(COLUMN_BLOCK, cols - first_col)
-            for first_step in range(0, depth, DEPTH_BLOCK):
-                block_depth = min(DEPTH_BLOCK, depth - first_step)
-                for row in range(first_row, end_row, MICRO_ROWS):
-                    block_rows = min(MICRO_ROWS, end_row - row)
-                    # past the last row, the micro-kernel rereads the last one; those totals are never stored
-                    a_rows = (a_start + row * a_strides[1] + first_step * a_strides[2],
-                              a_start + (row + min(1, block_rows - 1)) * a_strides[1] + first_step * a_strides[2],
-                              a_start + (row + min(2, block_rows - 1)) * a_strides[1] + first_step * a_strides[2],
-                              a_start + (row + min(3, block_rows - 1)) * a_strides[1] + first_step * a_strides[2])
-                    totals[:, :block_cols] = 0.0
-                    micro_kernel(totals, a_storage, a_rows, a_strides[2], b_rows,
-                                 b_start + first_step * b_step + first_col, b_step, block_cols, block_depth)
-                    store_totals(out_storage, batch * out_strides[0] + row * out_strides[1] + first_col * out_strides[2],
-                                 out_strides[1], out_strides[2], totals, block_rows, block_cols, first_step > 0)
+        panel_product(out_storage, batch * out_strides[0] + first_row * out_strides[1], out_strides[1], out_strides[2],
+                      min(height, rows - first_row), cols, a_storage, a_start, a_strides[1], a_strides[2],
+                      b_rows, b_start, b_step, depth)
 
 
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)

@@ -172,7 +172,7 @@ def test_matrix_multiply_across_block_edges(a_shape, b_shape, transpose_b):
 @given(st.data())
 def test_fast_matrix_multiply_matches_numpy(draw):
     batch, rows, cols = (draw.draw(st.integers(min_value=1, max_value=9)) for _ in range(3))
-    inner = draw.draw(st.sampled_from([1, 2, 3, fast_ops.MICRO_STEPS, 5, 7, 21]))  # past DEPTH_BLOCK: the test below
+    inner = draw.draw(st.sampled_from([1, 2, 3, 4, 5, 7, 21]))  # past DEPTH_BLOCK: the tests below
     a_batch, b_batch = draw.draw(st.sampled_from([(batch, batch), (1, batch), (batch, 1)]))
     a = draw.draw(tensor_data((a_batch, rows, inner)))
     b = draw.draw(tensor_data((b_batch, inner, cols)))
@@ -180,6 +180,25 @@ def test_fast_matrix_multiply_matches_numpy(draw):
         out = stale((batch, rows, cols))
         kernel(*out.tuple(), *a.tuple(), *b.tuple())
         np.testing.assert_allclose(as_numpy(out), as_numpy(a) @ as_numpy(b), rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols_in_tiles", [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2.5])
+def test_fast_matrix_multiply_tiles_of_every_width(dtype, cols_in_tiles):
+    "Full, half and narrow register tiles, rows past a group of 4, two depth blocks, outputs with strided columns."
+    columns = fast_ops.TILE_BYTES // np.dtype(dtype).itemsize  # a full tile's width for this dtype
+    rows, depth, cols = 9, fast_ops.DEPTH_BLOCK + 3, int(cols_in_tiles * columns) + 1
+    rng = np.random.default_rng(cols)
+    a_values = rng.normal(size=(2, rows, depth)).astype(dtype)
+    b_values = rng.normal(size=(1, depth, cols)).astype(dtype)
+    a, b = TensorData(a_values.ravel(), a_values.shape), TensorData(b_values.ravel(), b_values.shape)
+    expected = a_values @ b_values
+    tolerance = 1e-4 if dtype == np.float32 else 1e-10
+    for out in (TensorData(np.full(2 * rows * cols, np.nan, dtype), (2, rows, cols)),
+                TensorData(np.full(2 * rows * cols, np.nan, dtype), (2, cols, rows)).permute(0, 2, 1)):
+        for kernel in (fast_ops.fast_matrix_multiply, fast_ops.single_threaded(fast_ops.fast_matrix_multiply)):
+            kernel(*out.tuple(), *a.tuple(), *b.tuple())
+            np.testing.assert_allclose(as_numpy(out), expected, rtol=tolerance, atol=tolerance * depth)
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((1, 33, 257), (2, 257, 7)), ((2, 64, 784), (1, 784, 130)),

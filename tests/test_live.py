@@ -162,17 +162,17 @@ def test_a_module_that_later_notebooks_add_to_is_written_whole():
 
 def test_an_exporti_cell_is_live_too_and_stays_out_of_all():
     "`#| exporti` (a helper: written into the module, left out of its `__all__`) is exported like `#| export`."
-    assert live.is_exported("#| exporti\nTOTALS_PAD = 8\n")
+    assert live.is_exported("#| exporti\nTILE_BYTES = 256\n")
     notebook, module = ROOT / "nbs" / "30_fast_ops.ipynb", ROOT / "minitorch" / "fast_ops.py"
     cells = live.notebook_cells(notebook)
-    index = next(index for index, cell in enumerate(cells) if "def four_values(" in live.cell_text(cell))
+    index = next(index for index, cell in enumerate(cells) if "def panel_height(" in live.cell_text(cell))
     source = live.cell_text(cells[index])
     assert "exporti" in live.directives(source)
     assert live.exported_modules(notebook, index, source, ROOT / "minitorch") == {module: module.read_text()}
-    edited = source.replace("def four_values(", "def four_values_changed(")
+    edited = source.replace("def panel_height(", "def panel_height_changed(")
     changed = live.exported_modules(notebook, index, edited, ROOT / "minitorch")[module]
     names = changed.split("# %%")[1]  # nbdev's `__all__`, the first block of the module
-    assert "def four_values_changed(" in changed and "four_values" not in names and "FastOps" in names
+    assert "def panel_height_changed(" in changed and "panel_height" not in names and "FastOps" in names
 
 
 def test_a_later_notebook_adding_helpers_with_exporti_contributes_to_the_module(tmp_path):
