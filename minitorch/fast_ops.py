@@ -542,6 +542,23 @@ def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[S
 
 
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
+def edge_tile_product(out_storage: Storage, position: int, row_stride: int, col_stride: int, rows: int, add: bool,
+                      a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
+                      b_storage: Storage, b_start: int, b_step: int, depth: int, width: int) -> None:
+    "Any tile but the usual one: a full, half or narrow tile, its rows, strides and `add` as they come."
+    full = tile_columns(out_storage)
+    if width == full:
+        full_tile_product(out_storage, position, row_stride, col_stride, rows, add,
+                          a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)
+    elif width == full // 2:
+        half_tile_product(out_storage, position, row_stride, col_stride, rows, add,
+                          a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)
+    else:
+        narrow_tile_product(out_storage, position, row_stride, col_stride, rows, add,
+                            a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)
+
+
+@njit(fastmath=MICRO_KERNEL_MATH, cache=True)
 def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: int, rows: int, cols: int,
                   a_storage: Storage, a_start: int, a_row: int, a_step: int,
                   b_storage: Storage, b_start: int, b_step: int, depth: int) -> None:
@@ -562,15 +579,9 @@ def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: i
                 if width == full and block_rows == MICRO_ROWS and out_col == 1 and not add:  # the usual case
                     full_tile_product(out_storage, position, out_row, 1, MICRO_ROWS, False,
                                       a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
-                elif width == full:
-                    full_tile_product(out_storage, position, out_row, out_col, block_rows, add,
-                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
-                elif width == full // 2:
-                    half_tile_product(out_storage, position, out_row, out_col, block_rows, add,
-                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
                 else:
-                    narrow_tile_product(out_storage, position, out_row, out_col, block_rows, add,
-                                        a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                    edge_tile_product(out_storage, position, out_row, out_col, block_rows, add,
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
             first_col += width
 
 

@@ -49,8 +49,9 @@ def to_index(ordinal: int, shape: Shape, out_index: Index) -> None:
     # END SOLUTION
 
 
-def strides_from_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    "The row-major (contiguous) strides of `shape`: the last dimension moves fastest."
+@functools.lru_cache(maxsize=4096)
+def strides_from_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    "The row-major (contiguous) strides of `shape`: the last dimension moves fastest (worked out once per shape)."
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)

@@ -250,7 +250,11 @@ def batched(data: TensorData) -> TensorData:
     "`data` seen as 3-D for a matrix multiply kernel: a matrix becomes a batch of one (batch stride 0), same storage."
     if data.dims == 3:
         return data
-    return TensorData(data._storage, (1, *data.shape), (0, *data.strides), data.offset, validate=False)
+    view = data.__dict__.get("_as_batch")  # made once per matrix and kept: a weight is multiplied at every step
+    if view is None:
+        view = data._as_batch = TensorData(data._storage, (1, *data.shape), (0, *data.strides), data.offset,
+                                           validate=False)
+    return view
 
 
 def kernel_arrays(datas: tuple[TensorData, ...]) -> tuple[Any, ...]:
