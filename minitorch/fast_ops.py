@@ -526,6 +526,12 @@ def tile_product_kernel(part: int) -> Callable[..., None]:
 full_tile_product, half_tile_product, narrow_tile_product = (tile_product_kernel(part) for part in (1, 2, 0))
 
 
+@njit(inline="always")
+def tile_width(remaining: int, full: int) -> int:
+    "Columns of the next tile with `remaining` columns left: a full tile, a half one, or all that is left."
+    return full if remaining >= full else full // 2 if remaining >= full // 2 else remaining
+
+
 @njit(cache=True)
 def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[Storage, int, int]:
     "`b` with contiguous rows: its own storage if its columns are adjacent, else a row-major copy; with the batch and row steps."
@@ -569,8 +575,7 @@ def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: i
         a_first, b_first = a_start + first_step * a_step, b_start + first_step * b_step
         first_col = 0
         while first_col < cols:
-            width = min(cols - first_col, full)
-            width = full // 2 if full // 2 <= width < full else width
+            width = tile_width(cols - first_col, full)
             for row in range(0, rows, MICRO_ROWS):
                 block_rows = min(MICRO_ROWS, rows - row)
                 a_rows = (a_first + row * a_row, a_first + (row + min(1, block_rows - 1)) * a_row,
