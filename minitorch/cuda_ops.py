@@ -7,11 +7,12 @@ __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
            'broadcast_index_device', 'index_to_position_device', 'CudaBackend', 'DeviceLimits', 'device_limits',
            'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
-           'share_simulated_shared_arrays', 'require_cuda', 'map_launch', 'Transfers', 'record_transfer',
-           'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device', 'kernel_array',
-           'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice', 'kernel_arguments',
-           'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce', 'matrix_multiply_launch',
-           'cuda_matrix_multiply', 'cuda_gather', 'cuda_scatter_add', 'CudaOps', 'LazyBackend']
+           'share_simulated_shared_arrays', 'swap_cuda_module_in_one_step', 'require_cuda', 'map_launch', 'Transfers',
+           'record_transfer', 'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device',
+           'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice',
+           'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce',
+           'matrix_multiply_launch', 'cuda_matrix_multiply', 'cuda_gather', 'cuda_scatter_add', 'CudaOps',
+           'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -141,7 +142,37 @@ def share_simulated_shared_arrays() -> None:
     shared.array = array
 
 
+
+def swap_cuda_module_in_one_step() -> None:
+    "Make the simulator read a device function's globals in one step when it swaps its own `cuda` module in."
+    # At every call of a device function, from every simulated thread, Numba's simulator replaces `cuda` in the
+    # function's globals by its fake module, and finds the names to replace with a generator over the globals: a
+    # thread switch in the middle lets other code add or remove a name, and the generator fails with "dictionary
+    # changed size during iteration". `list(...)` copies the items in one step, with no switch inside.
+    if not SIMULATED:
+        return
+    from numba.cuda.simulator import kernel, kernelapi
+
+    if getattr(kernelapi.swapped_cuda_module, "in_one_step", False):
+        return
+
+    @contextmanager
+    def swapped_cuda_module(fn: Any, fake_cuda_module: Any) -> Iterator[None]:
+        from numba import cuda as simulated_cuda  # the module the kernel's source names `cuda`
+        names = fn.__globals__
+        original = {name: value for name, value in list(names.items()) if value is simulated_cuda}
+        names.update(dict.fromkeys(original, fake_cuda_module))
+        try:
+            yield
+        finally:
+            names.update(original)
+
+    swapped_cuda_module.in_one_step = True
+    kernelapi.swapped_cuda_module = kernel.swapped_cuda_module = swapped_cuda_module
+
+
 share_simulated_shared_arrays()
+swap_cuda_module_in_one_step()
 
 
 def require_cuda() -> None:

@@ -3,6 +3,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -68,6 +69,39 @@ def test_simulated_threads_of_a_block_share_one_shared_array(monkeypatch):
     run(shared_sums_kernel, (2, 4), out, values)
     monkeypatch.undo()
     np.testing.assert_array_equal(out, [3 * values[:4].sum(), 3 * values[4:].sum()])
+
+
+@pytest.mark.skipif(not cuda_ops.SIMULATED, reason="a race in Numba's CUDA simulator")
+def test_device_functions_run_while_other_code_changes_their_globals():
+    "The simulator swaps its `cuda` into a device function's globals at each call: a name added meanwhile must not fail it."
+    namespace = {"cuda": cuda, **{f"name_{number}": number for number in range(5000)}}  # a long walk through them
+    exec("def twice(value):\n    return 2 * value\n", namespace)
+    twice = cuda.jit(device=True)(namespace["twice"])
+
+    @cuda.jit
+    def kernel(out):
+        total = 0.0
+        for _ in range(50):
+            total += twice(1.0)
+        out[cuda.grid(1)] = total
+
+    stop = threading.Event()
+
+    def churn():  # another thread adds a name, then removes it, then adds it... all the while
+        while not stop.is_set():
+            if namespace.pop("coming_and_going", None) is None:
+                namespace["coming_and_going"] = 1
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    try:
+        out = np.zeros(8)
+        with quick_thread_switches():
+            kernel[2, 4](out)
+    finally:
+        stop.set()
+        churner.join()
+    np.testing.assert_array_equal(out, np.full(8, 100.0))
 
 
 @pytest.mark.task("3.3")
