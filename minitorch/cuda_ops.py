@@ -148,7 +148,8 @@ def swap_cuda_module_in_one_step() -> None:
     # At every call of a device function, from every simulated thread, Numba's simulator replaces `cuda` in the
     # function's globals by its fake module, and finds the names to replace with a generator over the globals: a
     # thread switch in the middle lets other code add or remove a name, and the generator fails with "dictionary
-    # changed size during iteration". `list(...)` copies the items in one step, with no switch inside.
+    # changed size during iteration". A dict's `copy()` is one step with no Python code inside, so no switch
+    # (`list(...)` of its items is not: a new tuple may start the garbage collector, which runs other code).
     if not SIMULATED:
         return
     from numba.cuda.simulator import kernel, kernelapi
@@ -160,7 +161,7 @@ def swap_cuda_module_in_one_step() -> None:
     def swapped_cuda_module(fn: Any, fake_cuda_module: Any) -> Iterator[None]:
         from numba import cuda as simulated_cuda  # the module the kernel's source names `cuda`
         names = fn.__globals__
-        original = {name: value for name, value in list(names.items()) if value is simulated_cuda}
+        original = {name: value for name, value in names.copy().items() if value is simulated_cuda}
         names.update(dict.fromkeys(original, fake_cuda_module))
         try:
             yield
