@@ -6,9 +6,10 @@ with status 0, timing nothing. Under Numba's simulator (NUMBA_ENABLE_CUDASIM=1) 
 check itself: those figures measure the simulator, not a GPU.
 
 Every case is timed on a synchronised wall clock (the GPU is drained before the clock starts and before
-it stops), as the median of repeats after one warm-up call that also compiles the kernels. All three
-compute in float64 (minitorch's only dtype). Figures: milliseconds, then GFLOP/s (matmul, conv2d) or
-GB/s of tensor data read and written (elementwise, reduction), and the ratio to the fast CPU backend.
+it stops), as the median of repeats after one warm-up call that also compiles the kernels. The operations
+compute in float64 and chapter 5's GPT step in float32, as the course trains it. Figures: milliseconds, then
+GFLOP/s (matmul, conv2d, the GPT step's 6 x parameters x tokens) or GB/s of tensor data read and written
+(elementwise, reduction), and the ratio to the fast CPU backend.
 """
 import argparse
 import os
@@ -17,6 +18,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -85,7 +87,28 @@ def minitorch_cases(minitorch: Any, backend: Any, sizes: dict[str, Any]) -> list
     flops = 3 * 2.0 * samples * out_channels * channels * kernel * kernel * out_side * out_side  # forward + 2 grads
     cases.append((Case("conv2d fwd+bwd", f"{samples}x{channels}x{side}x{side}, {out_channels}x{kernel}x{kernel}",
                        flops=flops), lambda: minitorch.conv2d(images, weight).sum().backward()))
+    cases.append(gpt_case(minitorch, backend, *sizes["gpt"]))
     return cases
+
+
+def gpt_case(minitorch: Any, backend: Any, sizes: dict[str, Any], batch: int) -> tuple[Case, Callable[[], Any]]:
+    "One float32 training step of chapter 5's GPT (AdamW, clipping; the loss read back) on `backend`."
+    from minitorch.gpt import GPT, GPTConfig, parameter_count, train_step
+    config = GPTConfig(**sizes)
+    from minitorch.transformer import AdamW, weight_decay_groups
+    model = GPT(config, seed=0, backend=backend, dtype=minitorch.float32)
+    optimizer = AdamW(weight_decay_groups(model, 0.1), lr=1e-4, betas=(0.9, 0.99))
+    ids, targets = (minitorch.tensor(values, backend=backend, dtype=minitorch.int64)
+                    for values in gpt_batch(config, batch))
+    tokens = batch * config.block_size
+    case = Case("GPT step", f"{config.n_layer}x{config.n_embd}, {batch}x{config.block_size} tokens",
+                flops=6.0 * parameter_count(model) * tokens)
+    return case, lambda: train_step(model, optimizer, ids, targets)
+
+
+def gpt_batch(config: Any, batch: int) -> np.ndarray:
+    "The inputs and targets every GPT step trains on, the same for every backend."
+    return np.random.default_rng(0).integers(0, config.vocab_size, (2, batch, config.block_size))
 
 
 def torch_cases(torch: Any, sizes: dict[str, Any]) -> list[Callable[[], Any]]:
@@ -122,7 +145,33 @@ def torch_cases(torch: Any, sizes: dict[str, Any]) -> list[Callable[[], Any]]:
     samples, channels, side, out_channels, kernel = sizes["conv2d"]
     images, weight = rand(samples, channels, side, side, grad=True), rand(out_channels, channels, kernel, kernel, grad=True)
     calls.append(lambda: torch.nn.functional.conv2d(images, weight).sum().backward())
+    calls.append(torch_gpt_step(torch, *sizes["gpt"]))
     return calls
+
+
+def torch_gpt_step(torch: Any, sizes: dict[str, Any], batch: int) -> Callable[[], Any] | None:
+    "The GPT step in PyTorch on the GPU (the twin from tests/test_gpt.py), or None where that module cannot load."
+    from minitorch.gpt import GPTConfig
+    sys.path.insert(0, str(Path(__file__).parents[2] / "tests"))
+    try:
+        from test_gpt import torch_gpt   # needs pytest and hypothesis beside PyTorch
+    except ImportError:
+        return None
+    config = GPTConfig(**sizes)
+    twin = torch_gpt(config).to(device="cuda", dtype=torch.float32)
+    optimizer = torch.optim.AdamW(twin.parameters(), lr=1e-4, betas=(0.9, 0.99), weight_decay=0.1)
+    ids, targets = (torch.tensor(values, device="cuda") for values in gpt_batch(config, batch))
+
+    def step() -> float:
+        optimizer.zero_grad()
+        logits = twin(ids)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
+        optimizer.step()
+        return loss.item()
+
+    return step
 
 
 SIZES = {
@@ -131,6 +180,7 @@ SIZES = {
     "reduction": ((1024, 4096), (16, 1 << 20)),
     "mlp": (256, 784, 256, 10),
     "conv2d": (32, 8, 28, 16, 5),
+    "gpt": ({"vocab_size": 84}, 12),  # the default model (4 layers, width 128), batch 12 x 64
 }
 "What a GPU runs."
 SIMULATOR_SIZES = {
@@ -139,6 +189,7 @@ SIMULATOR_SIZES = {
     "reduction": ((4, 16),),
     "mlp": (4, 6, 5, 3),
     "conv2d": (1, 1, 6, 2, 3),
+    "gpt": ({"vocab_size": 5, "block_size": 3, "n_layer": 1, "n_head": 1, "n_embd": 4}, 2),
 }
 "What the simulator runs: enough to check the script, nothing to measure."
 
@@ -196,7 +247,7 @@ def main() -> int:
     for position, (case, _) in enumerate(timed["CUDA"]):
         cpu_seconds = None
         for name in ("fast CPU", "CUDA", "PyTorch GPU"):
-            if name not in timed:
+            if name not in timed or timed[name][position][1] is None:
                 continue
             seconds = median_seconds(timed[name][position][1], synchronisers[name], arguments.min_seconds,
                                      arguments.repeats)
