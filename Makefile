@@ -121,7 +121,8 @@ bench: $(STAMP)
 
 $(CUDA_STAMP): setup.py settings.ini
 	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
-	@$(CUDA_VENV)/bin/python -m pip install -q -e . "numba-cuda[cu12]" || { \
+	@# numba-cuda 0.30 registers np.row_stack, which NumPy 2.5 removed: with NumPy 2.5 no kernel compiles.
+	@$(CUDA_VENV)/bin/python -m pip install -q -e . "numba-cuda[cu12]" "numpy<2.5" || { \
 	  echo "make $(MAKECMDGOALS): could not install numba-cuda[cu12] (NVIDIA's CUDA 12 compiler wheels, about 1 GB)"; \
 	  echo "into $(CUDA_VENV): these tools need them, and the package index must be reachable."; exit 1; }
 	@touch $@

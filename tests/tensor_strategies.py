@@ -17,10 +17,14 @@ def as_numpy(data: TensorData) -> np.ndarray:
 
 
 @st.composite
-def tensor_data(draw, shape: tuple[int, ...] | None = None, elements=values) -> TensorData:
-    "A `TensorData` of `shape` (random if None) whose strides come from a random permutation of its layout."
+def tensor_data(draw, shape: tuple[int, ...] | None = None, elements=values, seeded: bool = False) -> TensorData:
+    """A `TensorData` of `shape` (random if None) whose strides come from a random permutation of its layout;
+    `seeded`: normal values from a drawn seed, for shapes with too many values to draw one by one."""
     shape = draw(shapes) if shape is None else shape
-    storage = np.array(draw(st.lists(elements, min_size=math.prod(shape), max_size=math.prod(shape))))
+    if seeded:
+        storage = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))).normal(size=math.prod(shape))
+    else:
+        storage = np.array(draw(st.lists(elements, min_size=math.prod(shape), max_size=math.prod(shape))))
     order = draw(st.permutations(range(len(shape))))
     laid_out = TensorData(storage, tuple(shape[dim] for dim in order))
     return laid_out.permute(*np.argsort(order).tolist())

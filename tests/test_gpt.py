@@ -66,7 +66,7 @@ def torch_gpt(config: GPTConfig):
             self.ln_f, self.lm_head = nn.LayerNorm(config.n_embd), nn.Linear(config.n_embd, config.vocab_size, bias=False)
 
         def forward(self, ids):
-            return self.lm_head(self.ln_f(self.blocks(self.wte(ids) + self.wpe(torch.arange(ids.shape[1])))))
+            return self.lm_head(self.ln_f(self.blocks(self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device)))))
 
     return TorchGPT()
 

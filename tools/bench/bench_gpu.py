@@ -214,6 +214,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-seconds", type=float, default=0.5, help="least time spent timing each case")
     parser.add_argument("--repeats", type=int, default=5, help="least number of timed calls per case")
+    parser.add_argument("--only", action="append", help="time only the cases of this name (repeatable), e.g. 'GPT step'")
     arguments = parser.parse_args()
     simulated = bool(numba_config.ENABLE_CUDASIM)
     if not simulated and not cuda.is_available():
@@ -245,6 +246,8 @@ def main() -> int:
         synchronisers["PyTorch GPU"] = torch.cuda.synchronize
     print(f"{'case':16} {'size':30} {'backend':12} {'ms':>10} {'rate':>17} {'vs fast CPU':>12}")
     for position, (case, _) in enumerate(timed["CUDA"]):
+        if arguments.only and case.name not in arguments.only:
+            continue
         cpu_seconds = None
         for name in ("fast CPU", "CUDA", "PyTorch GPU"):
             if name not in timed or timed[name][position][1] is None:
