@@ -170,12 +170,10 @@ def single_threaded(kernel: Callable[..., None]) -> Callable[..., None]:
     return njit(cache=True)(twin)
 
 
-def kernel_for(kernel: Callable[..., None], work: int, tasks_at_a_time: int = 0) -> Callable[..., None]:
-    """`kernel` on every thread if `work` is worth it, else its single-threaded twin.
-    `tasks_at_a_time`: `prange` iterations a thread takes at once (0: each thread an equal share, fixed in advance)."""
+def kernel_for(kernel: Callable[..., None], work: int) -> Callable[..., None]:
+    "`kernel` on every thread if `work` is worth it, else its single-threaded twin."
     if work >= PARALLEL_WORK:
         use_threads(work)
-        numba.set_parallel_chunksize(tasks_at_a_time)
         return kernel
     return single_threaded(kernel)
 
@@ -692,24 +690,24 @@ class FastOps(KernelOps):
     product_sets_every_output = True  # each panel's first depth block stores its totals, later ones add to them
 
     @staticmethod
-    def elementwise_grid(size: int) -> tuple[int, int]:
-        "One element operation per output; threads get equal shares, fixed in advance."
-        return size * ELEMENT_WORK, 0
+    def elementwise_grid(size: int) -> int:
+        "One element operation per output."
+        return size * ELEMENT_WORK
 
     @staticmethod
-    def reduce_grid(size: int, length: int) -> tuple[int, int]:
-        "`length` element operations per output; equal shares."
-        return size * length * ELEMENT_WORK, 0
+    def reduce_grid(size: int, length: int) -> int:
+        "`length` element operations per output."
+        return size * length * ELEMENT_WORK
 
     @staticmethod
-    def matrix_multiply_grid(shape: tuple[int, int, int], inner: int) -> tuple[int, int]:
-        "`inner` multiply-adds per output; threads take panels one at a time, so one held up delays only its panel."
-        return shape[0] * shape[1] * shape[2] * inner, 1
+    def matrix_multiply_grid(shape: tuple[int, int, int], inner: int) -> int:
+        "`inner` multiply-adds per output."
+        return shape[0] * shape[1] * shape[2] * inner
 
     @staticmethod
-    def launch(kernel: Any, grid: tuple[int, int], datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
-        "Run `kernel` on every thread or on one, as `grid = (work, tasks_at_a_time)` makes worth it."
-        kernel_for(kernel, *grid)(*kernel_arrays(datas), *arguments)
+    def launch(kernel: Any, work: int, datas: tuple[TensorData, ...], arguments: tuple = ()) -> None:
+        "Run `kernel` on every thread or on one, as its `work` makes worth it."
+        kernel_for(kernel, work)(*kernel_arrays(datas), *arguments)
 
     gather_kernel = staticmethod(fast_gather)
     scatter_add_kernel = staticmethod(fast_scatter_add)

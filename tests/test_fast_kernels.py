@@ -249,9 +249,9 @@ def test_course_backend_multiplies_with_your_kernel_as_the_tuned_one_does(a_shap
 def test_each_backend_runs_its_own_matrix_multiply(monkeypatch, backend, kernel, size):
     asked, kernel_for = [], fast_ops.kernel_for
 
-    def recording(chosen, work, tasks_at_a_time=0):
+    def recording(chosen, work):
         asked.append(chosen)
-        return kernel_for(chosen, work, tasks_at_a_time)
+        return kernel_for(chosen, work)
 
     monkeypatch.setattr(fast_ops, "kernel_for", recording)
     a = tensor(np.ones((size, size)), backend=backend)
