@@ -19,6 +19,8 @@ import numpy as np
 import numba
 from numba import carray, njit, prange
 from numba.core import cgutils
+from numba.core.codegen import get_host_cpu_features
+from numba.core.registry import cpu_target
 from numba.extending import intrinsic, overload, register_jitable
 
 from . import tensor_data
@@ -26,6 +28,34 @@ from .tensor_data import Shape, Storage, Strides
 from .tensor_data import TensorData
 from .tensor_ops import (BACKENDS, KernelOps, MapKernel, ReduceKernel, TensorBackend, ZipKernel,
                                   kernel_arrays)
+
+# %% ../nbs/30_fast_ops.ipynb #96db3be2
+WIDE_VECTORS = "-prefer-256-bit"
+"The LLVM setting, appended to the processor's features, that lets compiled loops use 512-bit vectors where AVX-512 has them."
+
+
+def compiler_started() -> bool:
+    "Whether Numba has already set up its CPU compiler, whose processor features are then fixed for the process."
+    return "_toplevel_target_context" in vars(cpu_target)
+
+
+def wide_vector_features(host_features: str) -> str | None:
+    "LLVM's `+name,-name` feature list `host_features` with wide vectors preferred, or None without AVX-512."
+    return f"{host_features},{WIDE_VECTORS}" if "+avx512f" in host_features.split(",") else None
+
+
+def prefer_wide_vectors(config: Any = numba.config) -> bool:
+    "Compile with 512-bit vectors on a processor with AVX-512, unless the user chose Numba's processor; whether it did."
+    if config.CPU_NAME is not None or config.CPU_FEATURES is not None or compiler_started():
+        return False
+    features = wide_vector_features(get_host_cpu_features())
+    if features is None:
+        return False
+    config.CPU_FEATURES = features
+    return True
+
+
+prefer_wide_vectors()
 
 # %% ../nbs/30_fast_ops.ipynb #ebcf1de3
 to_index = njit(inline="always")(tensor_data.to_index)
