@@ -39,9 +39,15 @@ def compiler_started() -> bool:
     return "_toplevel_target_context" in vars(cpu_target)
 
 
+def vector_bytes(features: str) -> int:
+    "Bytes in one of the widest vector registers that LLVM's feature list `features` enables."
+    enabled = features.split(",")
+    return 64 if "+avx512f" in enabled else 32 if "+avx" in enabled else 16
+
+
 def wide_vector_features(host_features: str) -> str | None:
     "LLVM's `+name,-name` feature list `host_features` with wide vectors preferred, or None without AVX-512."
-    return f"{host_features},{WIDE_VECTORS}" if "+avx512f" in host_features.split(",") else None
+    return f"{host_features},{WIDE_VECTORS}" if vector_bytes(host_features) == 64 else None
 
 
 def prefer_wide_vectors(config: Any = numba.config) -> bool:
@@ -56,6 +62,15 @@ def prefer_wide_vectors(config: Any = numba.config) -> bool:
 
 
 prefer_wide_vectors()
+
+
+def target_features(config: Any = numba.config) -> str:
+    "The processor features Numba compiles for: `NUMBA_CPU_FEATURES` (the user's or ours), else the host's."
+    return config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
+
+
+VECTOR_BYTES = vector_bytes(target_features())
+"Bytes in one of the widest vector registers of the processor Numba compiles for."
 
 # %% ../nbs/30_fast_ops.ipynb #ebcf1de3
 to_index = njit(inline="always")(tensor_data.to_index)
@@ -469,10 +484,10 @@ blocked_matrix_multiply = njit(parallel=True, cache=True)(blocked_matrix_multipl
 # %% ../nbs/30_fast_ops.ipynb #5e51de5b
 MICRO_ROWS = 4
 "Output rows a tile covers: each row of `b` it loads serves all of them."
-TILE_BYTES = 256
-"Bytes of one row of a register tile: four 64-byte AVX-512 registers, 64 float32 or 32 float64 sums."
+TILE_BYTES = 4 * VECTOR_BYTES
+"Bytes of one row of a register tile: four of the widest vector registers (256 bytes with AVX-512, 128 with AVX2)."
 DEPTH_BLOCK = 128
-"Inner-dimension steps per tile: the rows of `b` they read (128 x 256 bytes, 32 KiB) stay in the fastest caches while the whole panel reuses them."
+"Inner-dimension steps per tile: the rows of `b` they read (128 rows of a tile's width) stay in the fastest caches while the whole panel reuses them."
 PANEL_ROWS = 32
 "Output rows of one parallel task, at most."
 PRODUCT_TASKS = 8

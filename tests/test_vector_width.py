@@ -1,10 +1,12 @@
 """Numba compiles with 512-bit vectors preferred on processors with AVX-512 (`fast_ops.prefer_wide_vectors`), unless the
-user chose Numba's processor, and only while its compiler has not been set up."""
+user chose Numba's processor, and only while its compiler has not been set up; the product's register tile is four of
+the widest vector registers of the processor it compiles for."""
 
 import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +68,41 @@ def test_a_fresh_process_compiles_as_set_up():
     host = fast_ops.get_host_cpu_features()
     assert compiled_features() == (fast_ops.wide_vector_features(host) or host)
     assert compiled_features(NUMBA_CPU_FEATURES=host) == host
+
+
+@pytest.mark.parametrize("features, width", [("+avx,+avx2,+avx512f,+fma", 64), ("+avx,+avx2,-avx512f,+fma", 32),
+                                             ("+sse4.2,-avx", 16), ("+neon,+fp-armv8", 16), ("", 16)])
+def test_vector_bytes_from_the_feature_list(features, width):
+    assert fast_ops.vector_bytes(features) == width
+
+
+@pytest.mark.parametrize("chosen", ["+avx2", ""])
+def test_target_features_are_the_chosen_ones_else_the_hosts(monkeypatch, chosen):
+    monkeypatch.setattr(fast_ops, "get_host_cpu_features", lambda: HOST_WITH_AVX512)
+    assert fast_ops.target_features(fresh_config(CPU_FEATURES=chosen)) == chosen
+    assert fast_ops.target_features(fresh_config()) == HOST_WITH_AVX512
+
+
+def test_a_tile_row_is_four_of_the_widest_registers():
+    assert fast_ops.VECTOR_BYTES == fast_ops.vector_bytes(fast_ops.target_features())
+    assert fast_ops.TILE_BYTES == 4 * fast_ops.VECTOR_BYTES
+
+
+def without_avx512(features: str) -> str:
+    "LLVM's feature list `features` with AVX-512 and what builds on it switched off: a processor with AVX2 at most."
+    return ",".join(f"-{feature[1:]}" if feature[1:].startswith(("avx512", "avx10", "evex512")) else feature
+                    for feature in features.split(","))
+
+
+@pytest.mark.skipif("+avx2" not in fast_ops.get_host_cpu_features().split(","), reason="needs a processor with AVX2")
+def test_products_with_the_tiles_of_an_avx2_processor(tmp_path):
+    "A fresh process compiled as for a Haswell (16 registers of 32 bytes) gets 128-byte tiles that multiply right."
+    env = {name: value for name, value in os.environ.items() if name not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    env.update(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=without_avx512(fast_ops.get_host_cpu_features()),
+               NUMBA_CACHE_DIR=str(tmp_path))
+    width = subprocess.run([sys.executable, "-c", "from minitorch import fast_ops; print(fast_ops.TILE_BYTES)"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert width.stdout.strip() == "128"
+    tiles = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "tiles_of_every_width",
+                            str(Path(__file__).with_name("test_fast_kernels.py"))], env=env, capture_output=True, text=True)
+    assert tiles.returncode == 0 and "\n14 passed" in tiles.stdout, tiles.stdout[-3000:]
