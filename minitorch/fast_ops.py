@@ -543,7 +543,8 @@ def tile_product_kernel(part: int) -> Callable[..., None]:
         row0, row1, row2, row3 = a_rows
         for step in range(depth):
             at = step * a_step
-            a0, a1, a2, a3 = a_storage[row0 + at], a_storage[row1 + at], a_storage[row2 + at], a_storage[row3 + at]
+            a0, a1, a2, a3 = (a_storage[np.uintp(row0 + at)], a_storage[np.uintp(row1 + at)],  # unsigned: no test
+                              a_storage[np.uintp(row2 + at)], a_storage[np.uintp(row3 + at)])  # for a negative index
             b_row = b_storage[b_start + step * b_step:]
             for col in range(width):
                 tile[0, col] += a0 * b_row[col]
