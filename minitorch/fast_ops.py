@@ -41,8 +41,8 @@ def compiler_started() -> bool:
 
 def vector_bytes(features: str) -> int:
     "Bytes in one of the widest vector registers that LLVM's feature list `features` enables."
-    enabled = features.split(",")
-    return 64 if "+avx512f" in enabled else 32 if "+avx" in enabled else 16
+    enabled = {feature[1:]: feature[0] == "+" for feature in features.split(",") if feature}  # the last word wins
+    return 64 if enabled.get("avx512f") else 32 if enabled.get("avx") or enabled.get("avx2") else 16
 
 
 def wide_vector_features(host_features: str) -> str | None:

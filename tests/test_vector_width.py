@@ -71,6 +71,7 @@ def test_a_fresh_process_compiles_as_set_up():
 
 
 @pytest.mark.parametrize("features, width", [("+avx,+avx2,+avx512f,+fma", 64), ("+avx,+avx2,-avx512f,+fma", 32),
+                                             ("+avx2", 32), ("+avx,+avx512f,-avx512f", 32), ("-avx512f,+avx512f", 64),
                                              ("+sse4.2,-avx", 16), ("+neon,+fp-armv8", 16), ("", 16)])
 def test_vector_bytes_from_the_feature_list(features, width):
     assert fast_ops.vector_bytes(features) == width
