@@ -55,11 +55,16 @@ def test_too_late_once_the_compiler_is_set_up(monkeypatch):
     assert not fast_ops.prefer_wide_vectors(config) and config.CPU_FEATURES is None
 
 
+def environment_without_a_chosen_processor() -> dict[str, str]:
+    "This process's environment without `NUMBA_CPU_NAME` and `NUMBA_CPU_FEATURES`."
+    return {name: value for name, value in os.environ.items() if name not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+
+
 def compiled_features(**settings: str) -> str:
     "The features Numba's compiler was set up with in a fresh process that imports minitorch with `settings`."
     check = ("import minitorch\nfrom numba.core.registry import cpu_target\n"
              "print(cpu_target.target_context.codegen()._tm_features)")
-    env = {name: value for name, value in os.environ.items() if name not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    env = environment_without_a_chosen_processor()
     return subprocess.run([sys.executable, "-c", check], env={**env, **settings}, capture_output=True, text=True,
                           check=True).stdout.strip()
 
@@ -98,7 +103,7 @@ def without_avx512(features: str) -> str:
 @pytest.mark.skipif("+avx2" not in fast_ops.get_host_cpu_features().split(","), reason="needs a processor with AVX2")
 def test_products_with_the_tiles_of_an_avx2_processor(tmp_path):
     "A fresh process compiled as for a Haswell (16 registers of 32 bytes) gets 128-byte tiles that multiply right."
-    env = {name: value for name, value in os.environ.items() if name not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    env = environment_without_a_chosen_processor()
     env.update(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=without_avx512(fast_ops.get_host_cpu_features()),
                NUMBA_CACHE_DIR=str(tmp_path))
     width = subprocess.run([sys.executable, "-c", "from minitorch import fast_ops; print(fast_ops.TILE_BYTES)"],
