@@ -24,7 +24,7 @@ from numba.core.registry import cpu_target
 from numba.extending import intrinsic, overload, register_jitable
 
 from . import tensor_data
-from .tensor_data import Shape, Storage, Strides
+from .tensor_data import Index, Shape, Storage, Strides
 from .tensor_data import TensorData
 from .tensor_ops import (BACKENDS, KernelOps, MapKernel, ReduceKernel, TensorBackend, ZipKernel,
                                   kernel_arrays)
@@ -154,6 +154,18 @@ def chunk_count(size: int) -> int:
 def chunk_bounds(chunk: int, chunks: int, size: int) -> tuple[int, int]:
     "The first and one-past-last ordinal of chunk `chunk` when `size` ordinals are cut into `chunks`."
     return chunk * size // chunks, (chunk + 1) * size // chunks
+
+
+@njit(inline="always")
+def next_line(index: Index, shape: Shape, first_dim: int) -> None:
+    "Move `index` to the first element of the next line: dims from `first_dim` on back to 0, the dims before counted up by one."
+    for dim in range(first_dim, len(shape)):
+        index[dim] = 0
+    for dim in range(first_dim - 1, -1, -1):  # an odometer: a dim that overflows goes back to 0 and carries one
+        index[dim] += 1
+        if index[dim] < shape[dim]:
+            return
+        index[dim] = 0
 
 
 @njit(inline="always")
@@ -292,14 +304,16 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 in_index = np.empty(len(in_shape), dtype=np.int64)
                 ordinal, stop = chunk_bounds(chunk, chunks, size)
+                to_index(ordinal, out_shape, out_index)  # once per chunk: later lines come from next_line
+                count = min(length - ordinal % length, stop - ordinal)  # the first line may start part-way
                 while ordinal < stop:  # the chunk's stretch of each line it meets
-                    count = min(length - ordinal % length, stop - ordinal)
-                    to_index(ordinal, out_shape, out_index)
                     broadcast_index(out_index, out_shape, in_shape, in_index)
                     out_position = index_to_position(out_index, out_strides)
                     in_position = index_to_position(in_index, in_strides)
                     map_line(fn, out_storage, out_position, out_step, in_storage, in_position, in_step, count)
                     ordinal += count
+                    next_line(out_index, out_shape, first_dim)
+                    count = min(length, stop - ordinal)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(map_kernel)
@@ -331,9 +345,9 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
                 a_index = np.empty(len(a_shape), dtype=np.int64)
                 b_index = np.empty(len(b_shape), dtype=np.int64)
                 ordinal, stop = chunk_bounds(chunk, chunks, size)
+                to_index(ordinal, out_shape, out_index)  # once per chunk: later lines come from next_line
+                count = min(length - ordinal % length, stop - ordinal)  # the first line may start part-way
                 while ordinal < stop:  # the chunk's stretch of each line it meets
-                    count = min(length - ordinal % length, stop - ordinal)
-                    to_index(ordinal, out_shape, out_index)
                     broadcast_index(out_index, out_shape, a_shape, a_index)
                     broadcast_index(out_index, out_shape, b_shape, b_index)
                     out_position = index_to_position(out_index, out_strides)
@@ -342,6 +356,8 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
                     zip_line(fn, out_storage, out_position, out_step, a_storage, a_position, a_step,
                              b_storage, b_position, b_step, count)
                     ordinal += count
+                    next_line(out_index, out_shape, first_dim)
+                    count = min(length, stop - ordinal)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(zip_kernel)
