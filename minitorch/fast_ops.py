@@ -592,19 +592,13 @@ def tile_width(remaining: int, full: int) -> int:
     return full if remaining >= full else full // 2 if remaining >= full // 2 else remaining
 
 
-@njit(cache=True)
-def rows_of_b(b_storage: Storage, b_shape: Shape, b_strides: Strides) -> tuple[Storage, int, int]:
-    "`b` with contiguous rows: its own storage if its columns are adjacent, else a row-major copy; with the batch and row steps."
-    if b_strides[2] == 1:
-        return b_storage, b_strides[0], b_strides[1]
+@njit(inline="always")
+def copy_row_of_b(copy: Storage, b_storage: Storage, b_shape: Shape, b_strides: Strides, row: int) -> None:
+    "Row `row` of `b` (its batch entries one after another) into the row-major `copy`, its columns read through their stride."
     depth, cols = b_shape[1], b_shape[2]
-    copy = np.empty(b_shape[0] * depth * cols, b_storage.dtype)
-    for batch in range(b_shape[0]):
-        for step in range(depth):
-            position = batch * b_strides[0] + step * b_strides[1]
-            for col in range(cols):
-                copy[(batch * depth + step) * cols + col] = b_storage[position + col * b_strides[2]]
-    return copy, depth * cols, cols
+    source, start = (row // depth) * b_strides[0] + (row % depth) * b_strides[1], row * cols
+    for col in range(cols):
+        copy[start + col] = b_storage[source + col * b_strides[2]]
 
 
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
@@ -655,7 +649,11 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
                                 b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: panels of rows on threads, tiles in registers."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
-    b_rows, b_batch_step, b_step = rows_of_b(b_storage, b_shape, b_strides)
+    b_rows, b_batch_step, b_step = b_storage, b_strides[0], b_strides[1]
+    if b_strides[2] != 1:  # columns not adjacent (a transposed `b`): a row-major copy first, its rows shared out
+        b_rows, b_batch_step, b_step = np.empty(b_shape[0] * depth * cols, b_storage.dtype), depth * cols, cols
+        for row in prange(b_shape[0] * depth):
+            copy_row_of_b(b_rows, b_storage, b_shape, b_strides, row)
     height = panel_height(out_shape[0], rows)
     panels = (rows + height - 1) // height
     for task in prange(out_shape[0] * panels):
