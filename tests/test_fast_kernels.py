@@ -124,6 +124,28 @@ def test_lines_merge_dims_and_chunks_split_lines(a_shape, a_order, b_shape, b_or
     np.testing.assert_array_equal(as_numpy(out), np.broadcast_to(-as_numpy(b), out_shape))
 
 
+@pytest.mark.task("3.1")
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=2, max_size=5), st.integers(33, 70), st.permutations(range(6)),
+       st.randoms(use_true_random=False))
+def test_permuted_copies_over_many_chunks(outer, last, order, rand):
+    "Copies through permuted views of 4097 or more numbers: chunks start mid-line, and `next_line` carries across dims."
+    shape = [*outer, last]
+    while np.prod(shape) <= fast_ops.SMALLEST_CHUNK:  # at least two chunks
+        shape[0] += 1
+    order = [dim for dim in order if dim < len(shape)]
+    rng = np.random.default_rng(rand.randrange(2**32))
+    source = strided(rng, shape, order)
+    for kernel in (fast_ops.tensor_map(operators.id), fast_ops.single_threaded(fast_ops.tensor_map(operators.id))):
+        out = stale(shape)
+        kernel(*out.tuple(), *source.tuple())
+        np.testing.assert_array_equal(as_numpy(out), as_numpy(source))
+    b = strided(rng, shape[1:], order[:0] + [dim - 1 for dim in order if dim > 0])  # broadcast over dim 0
+    out = stale(shape)
+    fast_ops.tensor_zip(operators.add)(*out.tuple(), *source.tuple(), *b.tuple())
+    np.testing.assert_array_equal(as_numpy(out), as_numpy(source) + as_numpy(b))
+
+
 def test_line_start_finds_the_dims_a_tensor_walks_with_one_step():
     def start(out_shape, data):
         return fast_ops.line_start(np.array(out_shape), data._shape, data._strides)
