@@ -80,7 +80,8 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx: Context, *tensors: Tensor, dim: int) -> Tensor:
-        out = tensors[0].zeros(joined_shape(tensors, dim))
+        dtype = functools.reduce(result_dtype, (value.dtype for value in tensors))  # promoted as torch.cat does
+        out = tensors[0].zeros(joined_shape(tensors, dim), dtype)
         parts = consecutive_slices([value.shape[dim] for value in tensors])
         for value, part in zip(tensors, parts):
             out.backend.id_map(value, _dim_view(out, dim, part))

@@ -84,6 +84,31 @@ def test_cat_matches_numpy_and_torch(backend, case, seed):
     assert_grads([leaf for leaf, _, _ in made], [leaf for leaf, _ in twins])
 
 
+DTYPE_NAMES = ["float32", "float64", "int64"]
+
+
+@given(st.lists(st.sampled_from(DTYPE_NAMES), min_size=1, max_size=4), st.integers(0, 2**16))
+def test_cat_promotes_dtypes_as_torch(backend, names, seed):
+    "Tensors of mixed dtypes join in the dtype torch.cat gives them, and each float input's gradient keeps its own."
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    parts = [rng.integers(-9, 9, (int(rng.integers(0, 3)), 2)).astype(name) for name in names]
+    made = [tensor(values, backend=backend, dtype=name, requires_grad=name != "int64")
+            for values, name in zip(parts, names)]
+    out = cat(made)
+    twins = [torch.tensor(values, requires_grad=name != "int64") for values, name in zip(parts, names)]
+    reference = torch.cat(twins)
+    assert str(out.dtype) == str(reference.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(out.to_numpy(), reference.detach().numpy())
+    if out.dtype.kind == "f":
+        out.sum().backward()
+        reference.sum().backward()
+        for mine, theirs in zip(made, twins):
+            if theirs.requires_grad:
+                assert str(mine.grad.dtype) == str(theirs.grad.dtype).removeprefix("torch.")
+                np.testing.assert_array_equal(mine.grad.to_numpy(), theirs.grad.numpy())
+
+
 @given(shapes(), st.integers(1, 3), st.data())
 def test_stack_matches_numpy_and_torch(backend, shape, count, data):
     dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
