@@ -464,6 +464,25 @@ def test_clip_grad_norm_against_torch(backend, dtype, data, shapes, max_norm):
 
 
 @needs_torch
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(data=st.data(), names=st.lists(st.sampled_from(["float32", "float64"]), min_size=1, max_size=3))
+def test_clip_grad_norm_of_transposed_gradients_of_mixed_dtypes(backend, data, names):
+    "Gradients that are transposed views, in float32 and float64 together: clipped as PyTorch does, each in its dtype."
+    gradients = [data.draw(arrays((2, 3), name)) * 10 for name in names]
+    parameters = [Parameter(minitorch.tensor(np.zeros((3, 2)), backend=backend, dtype=name)) for name in names]
+    for parameter, gradient, name in zip(parameters, gradients, names):
+        parameter.value.grad = minitorch.tensor(gradient, backend=backend, dtype=name).permute(1, 0)
+    expected = [torch.zeros((3, 2), dtype=getattr(torch, name), requires_grad=True) for name in names]
+    for tensor, gradient in zip(expected, gradients):
+        tensor.grad = torch.tensor(gradient).T
+    norm = clip_grad_norm_(parameters, 1.0).item()
+    assert math.isclose(norm, torch.nn.utils.clip_grad_norm_(expected, 1.0).item(), rel_tol=1e-5)
+    for parameter, tensor, name in zip(parameters, expected, names):
+        assert parameter.value.grad.shape == (3, 2) and str(parameter.value.grad.dtype) == name
+        close(parameter.value.grad, tensor.grad, 1e-5)
+
+
+@needs_torch
 @pytest.mark.parametrize("special", [math.inf, math.nan])
 def test_clip_grad_norm_of_a_non_finite_gradient_as_torch(special):
     gradient = np.array([1.0, special, -2.0])
