@@ -144,7 +144,11 @@ def __mul__(self: Tensor, other: "Tensor | float") -> Tensor: return Mul.apply(s
 @patch
 def __rmul__(self: Tensor, other: float) -> Tensor: return Mul.apply(self._operand(other), self)
 @patch
-def __truediv__(self: Tensor, other: "Tensor | float") -> Tensor: return Mul.apply(self, Inv.apply(self._operand(other)))
+def __truediv__(self: Tensor, other: "Tensor | float") -> Tensor:
+    other = self._operand(other)
+    if is_floating(self.dtype) and not is_floating(other.dtype):
+        other = other.to(self.dtype)   # float32 / int64 stays float32, as in PyTorch (Inv of ints gives float64)
+    return Mul.apply(self, Inv.apply(other))
 @patch
 def __rtruediv__(self: Tensor, other: float) -> Tensor: return Mul.apply(self._operand(other), Inv.apply(self))
 @patch
@@ -293,6 +297,12 @@ def __lt__(self: Tensor, other: "Tensor | float") -> Tensor: return LT.apply(sel
 def __gt__(self: Tensor, other: "Tensor | float") -> Tensor: return LT.apply(self._operand(other), self)
 @patch
 def __eq__(self: Tensor, other: "Tensor | float") -> Tensor: return EQ.apply(self, self._operand(other))
+@patch
+def __le__(self: Tensor, other: "Tensor | float") -> Tensor: return (self < other) + (self == other)
+@patch
+def __ge__(self: Tensor, other: "Tensor | float") -> Tensor: return (self > other) + (self == other)
+@patch
+def __ne__(self: Tensor, other: "Tensor | float") -> Tensor: return 1 - (self == other)
 
 
 @patch
@@ -544,6 +554,33 @@ def all(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
     if dim is None:
         return All.apply(self.contiguous().view(self.size), dim=0)
     return self._drop_dim(All.apply(self, dim=self._dim(dim)), dim, keepdim)
+
+# %% ../nbs/23_tensor_functions.ipynb #5a48cc9b
+@patch
+def unsqueeze(self: Tensor, dim: int) -> Tensor:
+    "A view with a new dim of size 1 at `dim` (from `-dims - 1` to `dims`), as `torch.unsqueeze`."
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -self.dims - 1 <= dim <= self.dims:
+        raise IndexingError(f"unsqueeze: dim {dim!r} is out of range for a tensor of shape {self.shape} "
+                            f"(valid: {-self.dims - 1} to {self.dims})")
+    return self[(slice(None),) * (int(dim) % (self.dims + 1)) + (None,)]
+
+
+@patch
+def squeeze(self: Tensor, dim: int | None = None) -> Tensor:
+    "A view without the dims of size 1 (or without dim `dim` if its size is 1), keeping one dim at least."
+    dims = range(self.dims) if dim is None else [self._dim(dim)]
+    dropped = [d for d in dims if self.shape[d] == 1][:self.dims - 1]
+    return self[tuple(0 if d in dropped else slice(None) for d in range(self.dims))] if dropped else self
+
+
+@patch
+def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    "Dims `start_dim` to `end_dim` merged into one, as `torch.flatten` (a view when the tensor is contiguous)."
+    start, end = self._dim(start_dim), self._dim(end_dim)
+    if start > end:
+        raise IndexingError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                            f"for a tensor of shape {self.shape}")
+    return self.reshape(*self.shape[:start], math.prod(self.shape[start:end + 1]), *self.shape[end + 1:])
 
 # %% ../nbs/23_tensor_functions.ipynb #9bae7cb5
 def _transpose(a: "Tensor") -> "Tensor":

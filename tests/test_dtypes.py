@@ -123,8 +123,14 @@ def test_binary_operations_promote_as_torch(backend, data, dtypes, shape_pair):
     for ours, expected in ((a + b, torch_a + torch_b), (a * b, torch_a * torch_b), (a - b, torch_a - torch_b)):
         assert ours.dtype.name == str(expected.dtype).removeprefix("torch.")
         np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal((a < b).to_numpy(), (torch_a < torch_b).numpy())
-    np.testing.assert_array_equal((a == b).to_numpy(), (torch_a == torch_b).numpy())
+    for ours, expected in ((a < b, torch_a < torch_b), (a == b, torch_a == torch_b), (a <= b, torch_a <= torch_b),
+                           (a >= b, torch_a >= torch_b), (a != b, torch_a != torch_b)):
+        np.testing.assert_array_equal(ours.to_numpy(), expected.numpy())
+    quotient, expected = a / b, torch_a / torch_b   # ints divide into minitorch's default float64, PyTorch's float32
+    assert quotient.dtype.name == ("float64" if dtypes == (int64, int64) else str(expected.dtype).removeprefix("torch."))
+    divisor = np.broadcast_to(b.to_numpy(), expected.shape)
+    usual = (np.abs(divisor) >= 1e-6) | (divisor == 0)   # a / b is a * (1 / b): 1 / a subnormal b overflows
+    np.testing.assert_allclose(quotient.to_numpy()[usual], expected.numpy()[usual], rtol=1e-6, atol=1e-6)
 
 
 @with_backends

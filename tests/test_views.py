@@ -164,6 +164,53 @@ def test_gradients_of_views_of_views_and_repeated_views_add_up(backend):
     np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
 
 
+@st.composite
+def reshaping_cases(draw):
+    "Values of a shape with some size-1 (and maybe size-0) dims, a dim order for a permuted view, and the views."
+    shape = tuple(draw(st.lists(st.sampled_from([0, 1, 1, 2, 3]), min_size=1, max_size=4)))
+    order = draw(st.permutations(range(len(shape))))
+    dims = len(shape)
+    unsqueeze = draw(st.integers(-dims - 1, dims))
+    squeeze = draw(st.none() | st.integers(-dims, dims - 1))
+    start = draw(st.integers(-dims, dims - 1))
+    end = draw(st.integers(start % dims, dims - 1))
+    return np.random.default_rng(draw(st.integers(0, 2**16))).normal(size=shape), order, unsqueeze, squeeze, start, end
+
+
+@given(reshaping_cases())
+@settings(max_examples=40)
+def test_unsqueeze_squeeze_flatten_match_pytorch(backend, case):
+    "Shapes, values and gradients as torch's, on permuted (non-contiguous) inputs; squeeze keeps one dim at least."
+    torch = pytest.importorskip("torch")
+    values, order, unsqueeze, squeeze, start, end = case
+    x = tensor(values, backend=backend, requires_grad=True)
+    reference = torch.tensor(values, requires_grad=True)
+    ours_in, their_in = x.permute(*order), reference.permute(*order)
+    views = [(ours_in.unsqueeze(unsqueeze), their_in.unsqueeze(unsqueeze)),
+             (ours_in.squeeze(squeeze), their_in.squeeze() if squeeze is None else their_in.squeeze(squeeze)),
+             (ours_in.flatten(start, end), their_in.flatten(start, end))]
+    for number, (ours, theirs) in enumerate(views):
+        expected_shape = tuple(theirs.shape) or (1,)   # minitorch has no 0-dim tensors
+        assert ours.shape == expected_shape
+        np.testing.assert_array_equal(ours.to_numpy(), theirs.detach().numpy().reshape(expected_shape))
+        weights = np.random.default_rng(number).normal(size=expected_shape)
+        (ours * tensor(weights, backend=backend)).sum().backward()
+        (theirs * torch.tensor(weights.reshape(tuple(theirs.shape)))).sum().backward()
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
+    assert ours_in.unsqueeze(unsqueeze)._tensor._storage is x._tensor._storage  # a view, even of a permuted tensor
+    assert ours_in.squeeze(squeeze)._tensor._storage is x._tensor._storage
+
+
+def test_reshaping_errors_name_the_dims(backend):
+    t = tensor(np.zeros((2, 3)), backend=backend)
+    with pytest.raises(IndexingError, match="unsqueeze: dim 3 is out of range"):
+        t.unsqueeze(3)
+    with pytest.raises(IndexingError, match="flatten: start_dim 1 comes after end_dim 0"):
+        t.flatten(1, 0)
+    with pytest.raises(IndexingError, match="dim 2 is out of range"):
+        t.squeeze(2)
+
+
 def test_one_int_per_dim_reads_a_float_as_in_classic_minitorch(backend):
     t = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
     assert t[1, 2] == 5.0 and isinstance(t[1, 2], float) and t[(0, 1)] == 1.0
