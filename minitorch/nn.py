@@ -103,7 +103,7 @@ def max(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
 
 
 def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
-    "The position of the largest value over `dim` (the first one on ties), as floats; not differentiable."
+    "The position of the largest value over `dim` (the first one on ties), int64 as in PyTorch; not differentiable."
     values, dim = input.detach(), _nonempty_dim(input, dim, "argmax")
     size = values.shape[dim]
     countdown_shape = tuple(size if axis == dim else 1 for axis in range(values.dims))
@@ -113,7 +113,7 @@ def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
     is_max = (values == Max.apply(values, dim=dim)) + is_nan
     positions = -Max.apply(is_max * countdown, dim=dim) + size
     # END SOLUTION
-    return values._drop_dim(positions, dim, keepdim)
+    return values._drop_dim(positions, dim, keepdim).long()   # whole numbers: exact in int64
 
 # %% ../nbs/41_nn.ipynb #9c0a1642
 @njit(parallel=True, cache=True)
