@@ -527,18 +527,18 @@ class AvgPool2d(Module):
 
 
 class Dropout(Module):
-    "`dropout` with probability `rate` in training mode; nothing in evaluation mode."
+    "`dropout` with probability `p` (PyTorch's name) in training mode; nothing in evaluation mode."
 
-    def __init__(self, rate: float = 0.5, seed: int | None = None):
+    def __init__(self, p: float = 0.5, seed: int | None = None):
         super().__init__()
-        self.rate = rate
+        self.p = p
         self.rng = np.random.default_rng(seed)
 
     def forward(self, input: Tensor) -> Tensor:
-        return dropout(input, self.rate, ignore=not self.training, rng=self.rng)
+        return dropout(input, self.p, ignore=not self.training, rng=self.rng)
 
     def extra_repr(self) -> str:
-        return f"rate={self.rate}"
+        return f"p={self.p}"
 
 
 class CrossEntropyLoss(Module):

@@ -122,6 +122,7 @@ def test_dropout_module_draws_new_masks_and_is_off_in_eval_mode(backend):
     assert (first != second).any()
     np.testing.assert_array_equal(Dropout(0.5, seed=0)(x).to_numpy(), first)
     assert layer.eval()(x) is x
+    assert repr(Dropout(p=0.1)) == "Dropout(p=0.1)" and Dropout(0.25).p == 0.25   # PyTorch's name for it
 
 
 @pytest.mark.task("4.4")

@@ -652,7 +652,7 @@ def test_block_dropout_is_off_in_eval_mode_and_errors():
     values = minitorch.tensor(np.random.default_rng(0).normal(size=(2, 3, 8)), backend=minitorch.FastBackend)
     np.testing.assert_array_equal(block.eval()(values).to_numpy(), plain(values).to_numpy())
     assert not np.allclose(block.train()(values).to_numpy(), plain(values).to_numpy())
-    assert block.mlp.dropout.rate == 0.5
+    assert block.mlp.dropout.p == 0.5
     with pytest.raises(ValueError, match=r"takes a \(B, T, 8\) input, got shape \(3, 8\)"):
         plain(minitorch.tensor(np.zeros((3, 8)), backend=minitorch.FastBackend))
     with pytest.raises(ValueError, match=r"got shape \(1, 3, 4\)"):
