@@ -4,6 +4,8 @@ import math
 import numpy as np
 import pytest
 from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minitorch
 from minitorch import tensor
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 def close(ours, theirs):
     "Assert that a minitorch tensor equals a torch tensor to 1e-6 relative tolerance."
     expected = theirs.detach().numpy()
-    scale = max(1.0, float(np.abs(expected).max()))
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
     np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=1e-6, atol=1e-9 * scale)
 
 
@@ -109,6 +111,32 @@ def test_cross_entropy_and_nll_loss(backend, batch, classes):
             logits)
     compare(backend, lambda x: minitorch.nll_loss(minitorch.logsoftmax(x, 1), list(labels)),
             lambda x: functional.nll_loss(torch.log_softmax(x, 1), torch_labels), logits)
+
+
+@pytest.mark.task("4.4")
+@given(batch=st.integers(0, 6), classes=st.integers(1, 5), ignore_index=st.sampled_from([-100, -1, 0]),
+       reduction=st.sampled_from(["mean", "sum", "none"]), as_tensor=st.booleans(), seed=st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None)
+def test_losses_reduce_and_ignore_as_torch(backend, batch, classes, ignore_index, reduction, as_tensor, seed):
+    "`reduction` and `ignore_index` as PyTorch's, labels as a list or an int64 tensor; a nan in an ignored row stays out."
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(batch, classes)) * 3
+    labels = np.where(rng.random(batch) < 0.3, ignore_index, rng.integers(0, classes, size=batch))
+    if batch and (labels == ignore_index).any():
+        logits[np.argmax(labels == ignore_index), 0] = math.nan   # only in an ignored row
+    given_labels = tensor(labels, backend=backend, dtype=minitorch.int64) if as_tensor else labels.tolist()
+    compare(backend, lambda x: minitorch.cross_entropy(x, given_labels, ignore_index=ignore_index, reduction=reduction),
+            lambda x: functional.cross_entropy(x, torch.tensor(labels), ignore_index=ignore_index,
+                                               reduction=reduction), logits)
+
+
+def test_loss_options_are_checked(backend):
+    logits = tensor(np.zeros((2, 3)), backend=backend)
+    with pytest.raises(ValueError, match="reduction must be one of 'mean', 'sum', 'none', got 'average'"):
+        minitorch.cross_entropy(logits, [0, 1], reduction="average")
+    with pytest.raises(ValueError, match=r"label -1 at position 1 is not a class.*ignore_index=-100"):
+        minitorch.cross_entropy(logits, [0, -1])
+    assert repr(minitorch.CrossEntropyLoss(ignore_index=-1)) == "CrossEntropyLoss()"
 
 
 @pytest.mark.task("4.5")
