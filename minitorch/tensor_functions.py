@@ -154,6 +154,27 @@ def __rtruediv__(self: Tensor, other: float) -> Tensor: return Mul.apply(self._o
 @patch
 def __neg__(self: Tensor) -> Tensor: return Neg.apply(self)
 
+
+@patch
+def __pow__(self: Tensor, exponent: int) -> Tensor:
+    "`self ** exponent` for a whole `exponent`, by repeated squaring: products, so the gradient follows from `Mul`."
+    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral):
+        raise TypeError(f"tensor ** {exponent!r}: minitorch takes whole exponents only; "
+                        f"write other powers as (exponent * x.log()).exp()")
+    if exponent < 0:
+        if not is_floating(self.dtype):
+            raise TypeError(f"an {self.dtype} tensor ** {exponent}: integers to negative powers are not allowed "
+                            f"(as in PyTorch); convert with .double() first")
+        return Inv.apply(self ** -exponent)
+    power, square, exponent = None, self, int(exponent)
+    while exponent:
+        if exponent & 1:
+            power = square if power is None else power * square
+        exponent >>= 1
+        if exponent:
+            square = square * square
+    return self.zeros() + 1 if power is None else power   # x ** 0 is 1, nan included, as in PyTorch
+
 # %% ../nbs/23_tensor_functions.ipynb #ca0c7016
 class Sigmoid(Function):
     "The logistic function of every element."

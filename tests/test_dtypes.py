@@ -86,7 +86,8 @@ def test_integer_tensors_refuse_gradients_and_random_values():
 
 # --- elementwise functions and promotion against PyTorch ------------------------------------------------
 UNARY = {"neg": lambda t: -t, "sigmoid": lambda t: t.sigmoid(), "relu": lambda t: t.relu(),
-         "exp": lambda t: t.exp(), "log": lambda t: (t * t + 0.5).log(), "inv": lambda t: 1.0 / (t * t + 0.5)}
+         "exp": lambda t: t.exp(), "log": lambda t: (t * t + 0.5).log(), "inv": lambda t: 1.0 / (t * t + 0.5),
+         "square": lambda t: t ** 2, "fifth power": lambda t: t ** 5, "inverse square": lambda t: (t * t + 0.5) ** -2}
 
 
 @needs_torch
@@ -105,6 +106,21 @@ def test_elementwise_functions_match_torch_in_values_gradients_and_dtype(backend
     assert ours.dtype == dtype and x.grad.dtype == dtype and expected.dtype == torch_dtype(dtype)
     np.testing.assert_allclose(ours.to_numpy(), expected.detach().numpy(), **tolerance(dtype))
     np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy(), **tolerance(dtype))
+
+
+@with_backends
+def test_whole_powers_as_torch(backend):
+    "int64 powers stay exact int64; x ** 0 is 1 even for nan; fractional exponents and negative int powers are refused."
+    ids = tensor([3, -2, 0], backend=backend, dtype=int64)
+    assert (ids ** 3).dtype == int64 and (ids ** 3).to_numpy().tolist() == [27, -8, 0]
+    assert (tensor([2**20], backend=backend, dtype=int64) ** 3).item() == 2**60   # past float64's 53 bits
+    odd = tensor([np.nan, np.inf, 0.0], backend=backend)
+    assert (odd ** 0).to_numpy().tolist() == [1.0, 1.0, 1.0] and (odd ** 1).to_numpy()[1] == np.inf
+    assert (odd ** -1).to_numpy()[2] == np.inf
+    with pytest.raises(TypeError, match="whole exponents only"):
+        odd ** 0.5
+    with pytest.raises(TypeError, match="integers to negative powers are not allowed"):
+        ids ** -1
 
 
 pairs = st.sampled_from([(float32, float32), (float32, float64), (float64, float32), (int64, float32),
