@@ -16,6 +16,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from fastcore.basics import patch
 from numba import cuda, njit, prange
 
 from .autodiff import Context
@@ -375,6 +376,27 @@ def cross_entropy(logits: Tensor, labels: Sequence[int] | np.ndarray | Tensor, i
                   reduction: str = "mean") -> Tensor:
     "The cross-entropy of (N, C) class scores against N integer labels (log-softmax, then `nll_loss`)."
     return nll_loss(logsoftmax(logits, 1), labels, ignore_index, reduction)
+
+# %% ../nbs/41_nn.ipynb #962bd829
+@patch
+def softmax(self: Tensor, dim: int) -> Tensor:
+    "`softmax(self, dim)` as a method, as `torch.Tensor.softmax`."
+    return softmax(self, dim)
+
+
+@patch
+def log_softmax(self: Tensor, dim: int) -> Tensor:
+    "`logsoftmax(self, dim)` under PyTorch's name for the method."
+    return logsoftmax(self, dim)
+
+
+@patch
+def argmax(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    "Positions of the maxima over `dim` (the dim dropped unless `keepdim`), or of all elements; as `torch.Tensor.argmax`."
+    if dim is not None:
+        return argmax(self, dim, keepdim)
+    position = argmax(self.reshape(self.size), 0)   # in row-major order
+    return position.view(*(1,) * self.dims) if keepdim else position
 
 # %% ../nbs/41_nn.ipynb #dde083a2
 def fans(shape: Sequence[int]) -> tuple[int, int]:

@@ -59,6 +59,14 @@ class Tensor:
         "The number of dimensions."
         return self._tensor.dims
 
+    def numel(self) -> int:
+        "The number of elements, PyTorch's name for `size`."
+        return self.size
+
+    def dim(self) -> int:
+        "The number of dimensions, PyTorch's name for `dims`."
+        return self.dims
+
     @property
     def dtype(self) -> np.dtype:
         "The number type of the elements: `float64`, `float32` or `int64`."
@@ -95,6 +103,10 @@ class Tensor:
         data = self._tensor if self._tensor.is_contiguous() else self.backend.id_map(self)._tensor
         storage = data.tuple()[0]  # from the first element on (a slice starts at its offset)
         return storage[:self.size].reshape(self.shape).copy()
+
+    def tolist(self) -> list:
+        "The values as nested Python lists (ints for an integer dtype), as `torch.Tensor.tolist`."
+        return self.to_numpy().tolist()
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -603,6 +603,18 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
                             f"for a tensor of shape {self.shape}")
     return self.reshape(*self.shape[:start], math.prod(self.shape[start:end + 1]), *self.shape[end + 1:])
 
+
+@patch
+def t(self: Tensor) -> Tensor:
+    "A matrix transposed (a 1-D tensor as it is), as `torch.Tensor.t`; more dims must name theirs with `transpose`."
+    if self.dims > 2:
+        raise IndexingError(f"t() and .T transpose a tensor of at most 2 dims, this one has shape {self.shape}: "
+                            f"name the dims to swap with transpose(dim0, dim1)")
+    return self.transpose(0, 1) if self.dims == 2 else self
+
+
+Tensor.T = property(Tensor.t, doc="`t()` as a property: `W.T`.")
+
 # %% ../nbs/23_tensor_functions.ipynb #9bae7cb5
 def _transpose(a: "Tensor") -> "Tensor":
     "A view of `a` with its last two dims swapped."

@@ -101,6 +101,26 @@ def test_softmax_and_logsoftmax(backend, shape, dim, scale):
     compare(backend, lambda x: minitorch.logsoftmax(x, dim), lambda x: torch.log_softmax(x, dim), values)
 
 
+@pytest.mark.task("4.3")
+@pytest.mark.task("4.4")
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans(),
+       nan=st.booleans(), seed=st.integers(0, 2**16))
+@settings(max_examples=30)
+def test_softmax_log_softmax_and_argmax_methods_as_torch(backend, shape, data, keepdim, nan, seed):
+    "The methods as torch.Tensor's: argmax drops the dim unless keepdim, and without a dim looks at every element."
+    dim = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    values = distinct(shape, seed)
+    if nan:
+        values.reshape(-1)[np.random.default_rng(seed).integers(values.size)] = math.nan   # the maximum, as in torch
+    if dim is not None:
+        compare(backend, lambda x: x.softmax(dim), lambda x: x.softmax(dim), np.nan_to_num(values))
+        compare(backend, lambda x: x.log_softmax(dim), lambda x: x.log_softmax(dim), np.nan_to_num(values))
+    ours = tensor(values, backend=backend).argmax(dim, keepdim=keepdim)
+    theirs = torch.tensor(values).argmax(dim, keepdim=keepdim)
+    assert ours.dtype == theirs.numpy().dtype and ours.shape == (tuple(theirs.shape) or (1,))
+    np.testing.assert_array_equal(ours.to_numpy(), theirs.numpy().reshape(ours.shape))
+
+
 @pytest.mark.task("4.4")
 @pytest.mark.parametrize("batch, classes", [(1, 2), (4, 3), (6, 10)])
 def test_cross_entropy_and_nll_loss(backend, batch, classes):

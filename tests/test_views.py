@@ -211,6 +211,36 @@ def test_reshaping_errors_name_the_dims(backend):
         t.squeeze(2)
 
 
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=2), st.booleans(), st.integers(0, 2**16))
+@settings(max_examples=25)
+def test_t_numel_dim_and_tolist_as_torch(backend, shape, permuted, seed):
+    "`t()`, `.T`, `numel()`, `dim()` and `tolist()` of 1-D and 2-D tensors, permuted or not, as torch's."
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(seed).normal(size=shape)
+    x, reference = tensor(values, backend=backend, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ours_in, their_in = (x.permute(1, 0), reference.permute(1, 0)) if permuted and len(shape) == 2 else (x, reference)
+    assert (ours_in.numel(), ours_in.dim(), ours_in.tolist()) == (their_in.numel(), their_in.dim(), their_in.tolist())
+    for ours, theirs in [(ours_in.t(), their_in.t()), (ours_in.T, their_in.T)]:
+        assert ours.shape == tuple(theirs.shape) and ours.tolist() == theirs.tolist()
+        assert ours._tensor._storage is x._tensor._storage   # a view
+        weights = np.random.default_rng(seed + 1).normal(size=ours.shape)
+        (ours * tensor(weights, backend=backend)).sum().backward()
+        (theirs * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
+    ids = tensor(values.round(), backend=backend, dtype=minitorch.int64)
+    assert ids.tolist() == torch.tensor(values.round(), dtype=torch.int64).tolist()
+    def flat(nested: list) -> list:
+        return [v for row in nested for v in row] if len(shape) == 2 else nested
+    assert all(type(v) is int for v in flat(ids.tolist())) and all(type(v) is float for v in flat(x.tolist()))
+
+
+def test_t_refuses_more_than_two_dims(backend):
+    t = tensor(np.zeros((2, 3, 4)), backend=backend)
+    for transpose in (lambda: t.t(), lambda: t.T):
+        with pytest.raises(IndexingError, match=r"at most 2 dims, this one has shape \(2, 3, 4\): name the dims"):
+            transpose()
+
+
 def test_one_int_per_dim_reads_a_float_as_in_classic_minitorch(backend):
     t = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
     assert t[1, 2] == 5.0 and isinstance(t[1, 2], float) and t[(0, 1)] == 1.0
