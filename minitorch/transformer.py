@@ -16,7 +16,7 @@ import numba
 import numpy as np
 from numba import cuda, njit, prange
 
-from .adam import Adam
+from .adam import Adam, value_of
 from .autodiff import Context
 from .conv import as_array, block_total, from_array, on_cuda
 from .cuda_ops import REDUCE_THREADS, launch, map_launch
@@ -539,7 +539,7 @@ class AdamW(Adam):
         "What a step subtracts from `parameter`: lr * weight_decay times its value, plus its Adam step."
         adam_step = super().change(parameter, gradient)
         decay = self.weight_decays[parameter]
-        value = parameter.value.detach() if isinstance(parameter.value, Tensor) else parameter.value.data
+        value = value_of(parameter)
         # BEGIN SOLUTION 5.7
         return adam_step + value * (self.lr * decay) if decay else adam_step
         # END SOLUTION

@@ -8,8 +8,10 @@ from minitorch import SGD, Adam, Parameter, Scalar, tensor
 pytestmark = pytest.mark.task("4.6")
 
 STEPS = 8
-SGD_CASES = [dict(lr=0.1, momentum=0.0), dict(lr=0.1, momentum=0.5), dict(lr=0.05, momentum=0.9)]
-ADAM_CASES = [dict(), dict(lr=0.05, betas=(0.8, 0.99)), dict(lr=0.1, betas=(0.5, 0.9), eps=1e-6)]
+SGD_CASES = [dict(lr=0.1, momentum=0.0), dict(lr=0.1, momentum=0.5), dict(lr=0.05, momentum=0.9),
+             dict(lr=0.1, weight_decay=0.3), dict(lr=0.05, momentum=0.9, weight_decay=0.5)]
+ADAM_CASES = [dict(), dict(lr=0.05, betas=(0.8, 0.99)), dict(lr=0.1, betas=(0.5, 0.9), eps=1e-6),
+              dict(lr=0.05, weight_decay=0.4)]
 CASES = [pytest.param(SGD, "SGD", case, id=f"sgd-{case}") for case in SGD_CASES] + \
         [pytest.param(Adam, "Adam", case, id=f"adam-{case}") for case in ADAM_CASES]
 
@@ -130,3 +132,10 @@ def test_adam_rejects_bad_settings_by_value(settings, named):
 def test_sgd_rejects_momentum_outside_unit_interval(momentum):
     with pytest.raises(ValueError, match=f"got {momentum}"):
         SGD([Parameter(Scalar(1.0))], lr=0.1, momentum=momentum)
+
+
+@pytest.mark.parametrize("optimizer_class", [SGD, Adam])
+@pytest.mark.parametrize("weight_decay", [-0.1, float("nan")])
+def test_weight_decay_must_be_at_least_zero(optimizer_class, weight_decay):
+    with pytest.raises(ValueError, match=f"weight_decay must be at least 0, got {weight_decay}"):
+        optimizer_class([Parameter(Scalar(1.0))], lr=0.1, weight_decay=weight_decay)
