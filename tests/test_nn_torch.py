@@ -73,12 +73,19 @@ def test_conv1d(backend, input_shape, weight_shape, stride, padding, with_bias):
 
 
 @pytest.mark.task("4.3")
-@pytest.mark.parametrize("shape, kernel", [((2, 3, 4, 6), 2), ((1, 2, 6, 6), (3, 2)), ((2, 1, 4, 4), 4), ((1, 1, 3, 5), (1, 5))])
-def test_pooling(backend, shape, kernel):
-    compare(backend, lambda x: minitorch.avgpool2d(x, kernel), lambda x: functional.avg_pool2d(x, kernel),
-            distinct(shape, 1))
-    compare(backend, lambda x: minitorch.maxpool2d(x, kernel), lambda x: functional.max_pool2d(x, kernel),
-            distinct(shape, 2))
+@pytest.mark.parametrize("shape, kernel", [((2, 3, 4, 6), 2), ((1, 2, 6, 6), (3, 2)), ((2, 1, 4, 4), 4), ((1, 1, 3, 5), (1, 5)),
+                                           ((2, 2, 7, 5), 2), ((1, 3, 5, 9), (2, 4)), ((1, 1, 3, 3), 3)])
+@pytest.mark.parametrize("with_stride", [False, True])
+def test_pooling(backend, shape, kernel, with_stride):
+    "Values and gradients as torch's; rows and columns that fill no block are dropped; a stride equal to the kernel."
+    stride = {"stride": kernel} if with_stride else {}
+    compare(backend, lambda x: minitorch.avgpool2d(x, kernel, **stride),
+            lambda x: functional.avg_pool2d(x, kernel, **stride), distinct(shape, 1))
+    compare(backend, lambda x: minitorch.maxpool2d(x, kernel, **stride),
+            lambda x: functional.max_pool2d(x, kernel, **stride), distinct(shape, 2))
+    for ours, theirs in [(minitorch.MaxPool2d(kernel, **stride), torch.nn.MaxPool2d(kernel, **stride)),
+                         (minitorch.AvgPool2d(kernel, **stride), torch.nn.AvgPool2d(kernel, **stride))]:
+        compare(backend, ours, theirs, distinct(shape, 3))
 
 
 @pytest.mark.task("4.3")
