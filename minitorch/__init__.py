@@ -24,7 +24,7 @@ from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage
 from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend
 from .tensor import History, Tensor, ones, rand, tensor, zeros
 from .tensor_functions import (EQ, LT, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul, Mul,
-                                        Neg, GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check)
+                                        Neg, GetItem, Permute, ReLU, Sigmoid, Sum, View, grad_check, no_grad)
 from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
 from .tensor_indexing import Embedding, Gather, IndexSelect, gather, index_select
 from .fast_ops import FastBackend, FastOps
@@ -64,7 +64,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "SimpleBackend", "backend",
            "History", "Tensor", "tensor", "zeros", "ones", "rand",
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
-           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "grad_check",
+           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "grad_check", "no_grad",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",
            "Gather", "IndexSelect", "gather", "index_select", "Embedding",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",

@@ -28,6 +28,7 @@ from .nn import Dropout, Linear, Sequential
 from .optim import Optimizer
 from .tensor import Tensor, tensor
 from .tensor_data import as_dtype, float32, int64
+from .tensor_functions import no_grad
 from .tensor_indexing import Embedding, cat
 from .tensor_ops import TensorBackend, backend
 from .text import Vocabulary, get_batch, sequence_loss, shakespeare_plays, split_plays
@@ -99,6 +100,7 @@ def fixed_batches(ids: np.ndarray, count: int, batch_size: int, block_size: int,
     return [get_batch(ids, batch_size, block_size, rng, backend) for _ in range(count)]
 
 
+@no_grad()
 def estimate_loss(model: Module, batches: Sequence[tuple[Tensor, Tensor]]) -> float:
     "The mean loss over `batches` in nats per character, with dropout off."
     model.eval()
@@ -168,6 +170,7 @@ def ids_tensor(ids: Sequence[int], model: GPT) -> Tensor:
     return tensor(np.asarray(ids, dtype=np.int64)[None, :], backend=model.wpe.weight.value.backend, dtype=int64)
 
 
+@no_grad()
 def generate(model: GPT, prompt: Sequence[int], count: int, temperature: float = 1.0, top_k: int | None = None,
              rng: int | np.random.Generator | None = None) -> list[int]:
     "`count` ids after the non-empty `prompt`, each from a forward pass over the last `block_size` ids."
@@ -218,6 +221,7 @@ def cached_forward(model: GPT, ids: Tensor, cache: KVCache) -> Tensor:
     return model.lm_head(model.ln_f(stream))
 
 # %% ../nbs/54_gpt.ipynb #dd6a6863
+@no_grad()
 def generate_cached(model: GPT, prompt: Sequence[int], count: int, temperature: float = 1.0,
                     top_k: int | None = None, rng: int | np.random.Generator | None = None) -> list[int]:
     "As `generate`, one new position per step through a `KVCache`; a full cache restarts from the last half."

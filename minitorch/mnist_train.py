@@ -26,6 +26,7 @@ from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entr
 from .optim import Optimizer
 from .scalar_train import accuracy
 from .tensor import tensor
+from .tensor_functions import no_grad
 from .tensor_ops import TensorBackend, backend
 
 # %% ../nbs/44_mnist_train.ipynb #7b8d51ba
@@ -110,6 +111,7 @@ def train_step(model: Module, optimizer: Optimizer, images: np.ndarray, labels: 
     return loss.item()
 
 
+@no_grad()
 def predict(model: Module, images: np.ndarray, backend: TensorBackend = FastBackend,
             batch_size: int = 500) -> np.ndarray:
     "The predicted class of every image, computed in evaluation mode batch by batch."

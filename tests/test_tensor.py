@@ -135,6 +135,24 @@ def test_detach_and_requires_grad(backend):
     assert not x.requires_grad_(False).requires_grad
 
 
+def test_no_grad_records_nothing_and_restores_recording(backend):
+    "Inside no_grad() results have no history (as in torch); recording resumes after the block, also after an error."
+    weights = tensor([1.0, -2.0, 3.0], backend=backend, requires_grad=True)
+    with minitorch.no_grad():
+        inside = (weights * 2.0).sigmoid().sum()
+        with minitorch.no_grad():   # nested blocks
+            nested = weights.view(1, 3) @ weights.view(3, 1)
+        after_nested = weights * 1.0
+    assert all(result.history is None and not result.requires_grad for result in (inside, nested, after_nested))
+    with pytest.raises(ValueError):
+        with minitorch.no_grad():
+            raise ValueError("stop")
+    decorated = minitorch.no_grad()(lambda x: x * x)
+    assert not decorated(weights).requires_grad
+    (weights * weights).sum().backward()   # recording again: the gradient is 2 * weights
+    np.testing.assert_allclose(weights.grad.to_numpy(), [2.0, -4.0, 6.0])
+
+
 def test_constructors(backend):
     array = np.arange(24.0).reshape(2, 3, 4)
     np.testing.assert_array_equal(tensor(array, backend=backend).to_numpy(), array)

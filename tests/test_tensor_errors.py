@@ -20,8 +20,10 @@ def test_matmul_with_mismatched_inner_dims(backend):
         rand((2, 3), backend=backend) @ rand((2, 3), backend=backend)
     with pytest.raises(IndexingError, match=r"shapes \(2, 2, 3\) and \(3, 3, 1\).*batch sizes 2 and 3"):
         rand((2, 2, 3), backend=backend) @ rand((3, 3, 1), backend=backend)
-    with pytest.raises(IndexingError, match=r"2-D or 3-D.*\(3,\)"):
-        rand((3,), backend=backend) @ rand((3, 1), backend=backend)
+    with pytest.raises(IndexingError, match=r"shapes \(3,\) and \(2, 4\): inner dims 3 and 2 differ"):
+        rand((3,), backend=backend) @ rand((2, 4), backend=backend)
+    with pytest.raises(IndexingError, match=r"shapes \(5, 2\) and \(3,\): inner dims 2 and 3 differ"):
+        rand((5, 2), backend=backend) @ rand((3,), backend=backend)
 
 
 def test_view_to_another_size_or_of_a_non_contiguous_tensor(backend):

@@ -151,6 +151,23 @@ def test_reductions_over_long_dimensions(backend, shape, dim, keepdim):
 
 @settings(max_examples=30)
 @given(st.data())
+def test_matmul_with_a_vector_as_torch(backend, data):
+    "A 1-D operand is a row on the left, a column on the right, that dim dropped from the product (v @ w: a dot)."
+    n = data.draw(st.integers(min_value=1, max_value=3))
+    shapes = data.draw(st.sampled_from([((n,), (n,)), ((n,), (n, 3)), ((n,), (2, n, 3)), ((3, n), (n,)), ((2, 3, n), (n,))]))
+    pairs = [leaf_pair(backend, data.draw(tensors(backend, shape, bounded)).to_numpy(), False) for shape in shapes]
+    (a_leaf, a_torch_leaf, a, a_torch), (b_leaf, b_torch_leaf, b, b_torch) = pairs
+    ours, theirs = a @ b, a_torch @ b_torch
+    assert ours.shape == (tuple(theirs.shape) or (1,))
+    close(ours, theirs.reshape(ours.shape))
+    ours.sum().backward()
+    theirs.sum().backward()
+    close(a_leaf.grad, a_torch_leaf.grad)
+    close(b_leaf.grad, b_torch_leaf.grad)
+
+
+@settings(max_examples=30)
+@given(st.data())
 def test_matmul_with_several_batch_dims(backend, data):
     "Two or three batch dims, each broadcast from 1 or not, inputs stored permuted or not, as torch.matmul."
     rows, inner, cols = (data.draw(st.integers(min_value=1, max_value=3)) for _ in range(3))
