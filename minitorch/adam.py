@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['host_adam_entry', 'device_adam_entry', 'ADAM_ENTRY_WORK', 'value_of', 'with_weight_decay', 'checked_weight_decay',
-           'adam_entry', 'adam_kernel', 'host_adam', 'cuda_adam_kernel', 'zeros_like', 'AdamMoments', 'Adam']
+           'adam_entry', 'adam_kernel', 'host_adam', 'cuda_adam_kernel', 'zero_moment', 'AdamMoments', 'Adam']
 
 # %% ../nbs/42_adam.ipynb #614f6a04
 import math
@@ -115,7 +115,7 @@ def cuda_adam_kernel(step: Storage, step_shape: Shape, step_strides: Strides,
         device_adam_entry(step, mean, square, gradient, position, lr, beta1, beta2, correction1, correction2, eps)
 
 # %% ../nbs/42_adam.ipynb #52d4e4e8
-def zeros_like(gradient: Any) -> Any:
+def zero_moment(gradient: Any) -> Any:
     "Zeros shaped like `gradient` where it lives: a tensor on its backend, else a float64 NumPy array."
     return gradient.zeros(gradient.shape) if isinstance(gradient, Tensor) else np.zeros(np.shape(gradient))
 
@@ -146,7 +146,7 @@ class Adam(Optimizer):
         "What a step subtracts from `parameter`: its Adam step, from its moments (zeros at first)."
         gradient = with_weight_decay(gradient, parameter, self.weight_decay)
         if parameter not in self.moments:
-            self.moments[parameter] = AdamMoments(zeros_like(gradient), zeros_like(gradient))
+            self.moments[parameter] = AdamMoments(zero_moment(gradient), zero_moment(gradient))
         return self.adam_step(self.moments[parameter], gradient)
 
     def adam_step(self, moments: AdamMoments, gradient: Any) -> Any:

@@ -9,6 +9,7 @@ __all__ = ['Cat', 'cat', 'stack', 'split', 'chunk', 'Where', 'where', 'masked_fi
 # %% ../nbs/25_tensor_indexing.ipynb #b9778cdb
 import functools
 import itertools
+import math
 import numbers
 from typing import Callable, Sequence
 
@@ -213,6 +214,22 @@ def masked_fill(self: Tensor, mask: Tensor, value: float) -> Tensor:
 
 
 Tensor.masked_fill = masked_fill
+
+# %% ../nbs/25_tensor_indexing.ipynb #5068dfcf
+@patch
+def clamp(self: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    "Every element limited to [min, max], either bound optional (as `torch.clamp`); nan stays nan."
+    if min is None and max is None:
+        raise ValueError("clamp needs min, max or both")
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and not (isinstance(bound, numbers.Real) and not math.isnan(bound)):
+            raise TypeError(f"clamp's {name} must be a number (not nan), got {bound!r}; for tensor bounds use where")
+    low = self if min is None else where(self < min, min, self)
+    limited = low if max is None else where(low > max, max, low)
+    above_min = None if min is None else self >= min
+    below_max = None if max is None else self <= max
+    within = below_max if above_min is None else above_min if below_max is None else above_min * below_max
+    return where(within, self, limited.detach())
 
 # %% ../nbs/25_tensor_indexing.ipynb #270f46f7
 def band_mask(a: Tensor, diagonal: int, lower: bool) -> Tensor:

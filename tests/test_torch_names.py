@@ -1,0 +1,150 @@
+"""PyTorch's everyday names: `sqrt`, `abs` and `clamp` (values and gradients, NaN, inf and the edges at 0
+included, float32 and float64, permuted inputs), and the constructors `full`, `zeros_like`, `ones_like`, `arange`."""
+import math
+
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minitorch
+from minitorch import arange, full, ones_like, tensor, zeros_like
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+DTYPES = {"float64": (minitorch.float64, torch.float64), "float32": (minitorch.float32, torch.float32)}
+SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0]
+shapes = st.lists(st.integers(0, 4), min_size=1, max_size=3)
+
+
+def twins(backend, values: np.ndarray, dtype: str, permuted: bool):
+    "A minitorch leaf and its torch twin of `dtype`, both seen through the reversing permutation if `permuted`."
+    ours = tensor(values, backend=backend, dtype=DTYPES[dtype][0], requires_grad=True)
+    theirs = torch.tensor(values, dtype=DTYPES[dtype][1], requires_grad=True)
+    if not permuted:
+        return ours, theirs, ours, theirs
+    order = tuple(reversed(range(values.ndim)))
+    return ours, theirs, ours.permute(*order), theirs.permute(*order)
+
+
+def planted(shape: list[int], seed: int) -> np.ndarray:
+    "Normal values of `shape` scaled by 3, with NaN, infinities and signed zeros planted at random places."
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=shape) * 3.0
+    flat = values.reshape(-1)
+    for special in SPECIAL:
+        if flat.size and rng.random() < 0.6:
+            flat[rng.integers(flat.size)] = special
+    return values
+
+
+def same(ours, theirs):
+    "Assert equal values (NaN where NaN, signs of infinities) and shapes, as torch computes them in that dtype."
+    expected = theirs.detach().numpy()
+    assert ours.shape == (tuple(expected.shape) or (1,))
+    rtol = 1e-6 if expected.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=rtol, atol=0.0)
+
+
+@settings(max_examples=30)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.sampled_from(["sqrt", "abs"]), st.integers(0, 2**16))
+@pytest.mark.task("2.6")
+def test_sqrt_and_abs_as_torch(backend, shape, dtype, permuted, name, seed):
+    leaf, their_leaf, x, theirs = twins(backend, planted(shape, seed), dtype, permuted)
+    ours_out, their_out = getattr(x, name)(), getattr(theirs, name)()
+    same(ours_out, their_out)
+    assert ours_out.dtype == leaf.dtype
+    weights = np.random.default_rng(seed + 1).normal(size=ours_out.shape)
+    (ours_out * tensor(weights, backend=backend, dtype=leaf.dtype)).sum().backward()
+    (their_out * torch.tensor(weights, dtype=DTYPES[dtype][1])).sum().backward()
+    same(leaf.grad, their_leaf.grad)
+
+
+@pytest.mark.task("2.6")
+def test_sqrt_and_abs_of_int_tensors_and_python_abs(backend):
+    ids = tensor([-9, 0, 4], backend=backend, dtype=minitorch.int64)
+    assert abs(ids).tolist() == [9, 0, 4] and abs(ids).dtype == minitorch.int64
+    roots = ids.abs().sqrt()
+    assert roots.dtype == minitorch.float64 and roots.tolist() == [3.0, 0.0, 2.0]
+    assert np.isnan(ids.sqrt().to_numpy()[0])
+
+
+bounds = st.none() | st.floats(-4, 4, allow_nan=False)
+
+
+@settings(max_examples=30)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), bounds, bounds, st.integers(0, 2**16))
+def test_clamp_as_torch(backend, shape, dtype, permuted, low, high, seed):
+    if low is None and high is None:
+        low = -1.0
+    leaf, their_leaf, x, theirs = twins(backend, planted(shape, seed), dtype, permuted)
+    ours_out, their_out = x.clamp(low, high), theirs.clamp(low, high)
+    same(ours_out, their_out)
+    weights = np.random.default_rng(seed + 1).normal(size=ours_out.shape)
+    (ours_out * tensor(weights, backend=backend, dtype=leaf.dtype)).sum().backward()
+    (their_out * torch.tensor(weights, dtype=DTYPES[dtype][1])).sum().backward()
+    same(leaf.grad, their_leaf.grad)
+
+
+def test_clamp_of_int_tensors_and_bad_bounds(backend):
+    counts = tensor([-5, 0, 7], backend=backend, dtype=minitorch.int64)
+    assert counts.clamp(0, 3).tolist() == [0, 0, 3] and counts.clamp(0, 3).dtype == minitorch.int64
+    assert counts.clamp(max=0.5).tolist() == torch.tensor([-5, 0, 7]).clamp(max=0.5).tolist()
+    with pytest.raises(ValueError, match="clamp needs min, max or both"):
+        counts.clamp()
+    with pytest.raises(TypeError, match="clamp's max must be a number"):
+        counts.clamp(0, math.nan)
+    with pytest.raises(TypeError, match="clamp's min must be a number"):
+        counts.clamp(tensor([1.0], backend=backend))
+
+
+@settings(max_examples=40)
+@given(st.integers(-20, 20), st.integers(-20, 20), st.integers(-7, 7).filter(bool), st.booleans())
+@pytest.mark.task("2.1")
+def test_arange_as_torch(backend, start, end, step, fractional):
+    if fractional:
+        start, end, step = start / 4, end / 3, step / 5
+    if (end - start) * step < 0:
+        with pytest.raises(ValueError, match="goes the wrong way"):
+            arange(start, end, step, backend=backend)
+        return
+    ours = arange(start, end, step, backend=backend)
+    theirs = torch.arange(start, end, step, dtype=torch.float64 if fractional else torch.int64)   # ours: float64
+    assert ours.dtype == (minitorch.float64 if fractional else minitorch.int64)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.to_numpy(), theirs.double().numpy(), rtol=1e-12, atol=1e-12)
+    assert arange(abs(end), backend=backend).tolist() == torch.arange(abs(end)).tolist()
+
+
+@settings(max_examples=20)
+@given(shapes, st.sampled_from(["float64", "float32", "int64"]), st.integers(-3, 3))
+@pytest.mark.task("2.1")
+def test_full_zeros_like_and_ones_like_as_torch(backend, shape, dtype, value):
+    ours_dtype = getattr(minitorch, dtype)
+    filled = full(shape, value, backend=backend, dtype=ours_dtype)
+    assert filled.tolist() == torch.full(shape, value, dtype=getattr(torch, dtype)).tolist()
+    assert filled.dtype == ours_dtype and filled.backend is backend
+    for ours, theirs in [(zeros_like(filled), torch.zeros(shape)), (ones_like(filled), torch.ones(shape))]:
+        assert ours.shape == tuple(shape) and ours.dtype == ours_dtype and ours.backend is backend
+        assert ours.tolist() == theirs.tolist()
+    assert zeros_like(filled, dtype=minitorch.float32).dtype == minitorch.float32
+    if ours_dtype == minitorch.int64:
+        with pytest.raises(TypeError):
+            ones_like(filled, requires_grad=True)   # an index has no gradient
+    else:
+        assert ones_like(filled, requires_grad=True).requires_grad
+
+
+@pytest.mark.task("2.1")
+def test_constructors_refuse_bad_arguments(backend):
+    with pytest.raises(ValueError, match="arange's step must not be 0"):
+        arange(0, 5, 0, backend=backend)
+    with pytest.raises(ValueError, match="arange needs finite numbers"):
+        arange(0, math.inf, backend=backend)
+    with pytest.raises(TypeError, match="fill_value 2.5 is not a whole number: dtype int64"):
+        full(3, 2.5, backend=backend, dtype=minitorch.int64)
+    with pytest.raises(TypeError, match="fill_value must be a number"):
+        full(3, "one", backend=backend)
+    assert np.isnan(full(2, math.nan, backend=backend).to_numpy()).all()
