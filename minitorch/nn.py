@@ -8,13 +8,13 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d_backward', 'maxpool2d', 'block_maximum',
            'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
            'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
-           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'fans', 'xavier_uniform',
-           'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'ReLU',
-           'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
+           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'ValuesIndices', 'fans',
+           'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d',
+           'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from fastcore.basics import patch
@@ -415,6 +415,29 @@ def argmax(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tenso
         return argmax(self, dim, keepdim)
     position = argmax(self.reshape(self.size), 0)   # in row-major order
     return position.view(*(1,) * self.dims) if keepdim else position
+
+
+class ValuesIndices(NamedTuple):
+    "What `x.max(dim)` and `x.min(dim)` return, as PyTorch's: the extreme values and their positions (int64)."
+    values: Tensor
+    indices: Tensor
+
+
+@patch
+def max(self: Tensor, dim: int | None = None, keepdim: bool = False) -> "Tensor | ValuesIndices":
+    "The largest element, or over `dim` the largest values and their positions (the dim dropped unless `keepdim`)."
+    if dim is None:
+        return max(self.reshape(self.size), 0)
+    return ValuesIndices(max(self, dim, keepdim), argmax(self, dim, keepdim))
+
+
+@patch
+def min(self: Tensor, dim: int | None = None, keepdim: bool = False) -> "Tensor | ValuesIndices":
+    "The smallest element, or over `dim` the smallest values and their positions: the maximum of `-self`, negated."
+    if dim is None:
+        return -(-self).max()
+    largest = (-self).max(dim, keepdim)
+    return ValuesIndices(-largest.values, largest.indices)
 
 # %% ../nbs/41_nn.ipynb #dde083a2
 def fans(shape: Sequence[int]) -> tuple[int, int]:

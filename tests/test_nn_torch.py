@@ -128,6 +128,29 @@ def test_softmax_log_softmax_and_argmax_methods_as_torch(backend, shape, data, k
     np.testing.assert_array_equal(ours.to_numpy(), theirs.numpy().reshape(ours.shape))
 
 
+@pytest.mark.task("4.3")
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans(),
+       nan=st.booleans(), seed=st.integers(0, 2**16))
+@settings(max_examples=30)
+def test_max_and_min_methods_as_torch(backend, shape, data, keepdim, nan, seed):
+    "`x.max(dim)` and `x.min(dim)` give torch's (values, indices), the dim dropped unless keepdim; without a dim, one value."
+    dim = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    name = data.draw(st.sampled_from(["max", "min"]))
+    values = distinct(shape, seed) - 1.0
+    if dim is None:
+        compare(backend, lambda x: getattr(x, name)(), lambda x: getattr(x, name)().reshape(1), values)
+        return
+    compare(backend, lambda x: getattr(x, name)(dim, keepdim).values, lambda x: getattr(x, name)(dim, keepdim).values,
+            values)
+    if nan:
+        values.reshape(-1)[np.random.default_rng(seed).integers(values.size)] = math.nan   # the extreme, as in torch
+    ours, theirs = getattr(tensor(values, backend=backend), name)(dim, keepdim), getattr(torch.tensor(values), name)(dim, keepdim)
+    values_out, indices_out = ours   # unpacks as torch's does
+    assert indices_out.dtype == minitorch.int64 and indices_out.shape == (tuple(theirs.indices.shape) or (1,))
+    np.testing.assert_array_equal(indices_out.to_numpy(), theirs.indices.numpy().reshape(indices_out.shape))
+    np.testing.assert_array_equal(values_out.to_numpy(), theirs.values.numpy().reshape(values_out.shape))
+
+
 @pytest.mark.task("4.4")
 @pytest.mark.parametrize("batch, classes", [(1, 2), (4, 3), (6, 10)])
 def test_cross_entropy_and_nll_loss(backend, batch, classes):
