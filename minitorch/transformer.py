@@ -557,7 +557,7 @@ def lr_schedule(step: int, max_lr: float, warmup_steps: int, decay_steps: int, m
     if step >= decay_steps:
         return min_lr
     done = (step - warmup_steps) / (decay_steps - warmup_steps)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * done)) * (max_lr - min_lr)
+    return min(max_lr, min_lr + 0.5 * (1.0 + math.cos(math.pi * done)) * (max_lr - min_lr))  # not 1 ulp above
     # END SOLUTION
 
 # %% ../nbs/53_transformer.ipynb #3b62a2ec

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch import arange, full, ones_like, tensor, zeros_like
+from minitorch import IndexingError, arange, full, ones_like, tensor, zeros_like
 
 torch = pytest.importorskip("torch")
 
@@ -50,7 +50,7 @@ def same(ours, theirs):
 
 @settings(max_examples=30)
 @given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.sampled_from(["sqrt", "abs"]), st.integers(0, 2**16))
-@pytest.mark.task("2.6")
+@pytest.mark.task("2.7")
 def test_sqrt_and_abs_as_torch(backend, shape, dtype, permuted, name, seed):
     leaf, their_leaf, x, theirs = twins(backend, planted(shape, seed), dtype, permuted)
     ours_out, their_out = getattr(x, name)(), getattr(theirs, name)()
@@ -148,3 +148,116 @@ def test_constructors_refuse_bad_arguments(backend):
     with pytest.raises(TypeError, match="fill_value must be a number"):
         full(3, "one", backend=backend)
     assert np.isnan(full(2, math.nan, backend=backend).to_numpy()).all()
+
+
+IN_PLACE = {"+=": lambda x, y: x.__iadd__(y), "-=": lambda x, y: x.__isub__(y), "*=": lambda x, y: x.__imul__(y),
+            "/=": lambda x, y: x.__itruediv__(y)}
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.sampled_from(sorted(IN_PLACE)), st.booleans(),
+       st.booleans(), st.booleans(), st.integers(0, 2**16))
+@pytest.mark.task("2.7")
+def test_in_place_arithmetic_as_torch(backend, shape, operator, permuted, broadcast, number, seed):
+    "`x op= y` into a tensor or a permuted view of it: the same numbers as torch's, in the same storage."
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=shape)
+    base, their_base = tensor(values, backend=backend), torch.tensor(values)
+    order = tuple(reversed(range(len(shape)))) if permuted else tuple(range(len(shape)))
+    x, theirs = base.permute(*order), their_base.permute(*order)
+    if number:
+        y, their_y = 2.5, 2.5
+    else:
+        y_values = rng.normal(size=x.shape[-1:] if broadcast else x.shape) + 3.0   # away from 0, for /=
+        y, their_y = tensor(y_values, backend=backend), torch.tensor(y_values)
+    storage = base._tensor._storage
+    result = IN_PLACE[operator](x, y)
+    IN_PLACE[operator](theirs, their_y)
+    assert result is x and base._tensor._storage is storage
+    np.testing.assert_allclose(base.to_numpy(), their_base.numpy(), rtol=1e-12)
+
+
+@pytest.mark.task("2.5")
+def test_in_place_rules_as_torch(backend):
+    "Refused on a tensor that tracks gradients while recording; wrong shapes and dtypes refused; fill_ and zero_."
+    w = tensor([1.0, 2.0], backend=backend, requires_grad=True)
+    for change in (lambda: w.__iadd__(1.0), lambda: w.zero_(), lambda: w.__setitem__(0, 5.0),
+                   lambda: w.__setitem__(slice(None), 5.0)):
+        with pytest.raises(RuntimeError, match="changes x in place, which records no history, and x tracks gradients"):
+            change()
+    with minitorch.no_grad():
+        w -= 0.5
+    assert w.tolist() == [0.5, 1.5] and w.requires_grad and w.is_leaf()
+    with pytest.raises(IndexingError, match=r"cannot turn x of shape \(2,\) into a result of shape \(3, 2\)"):
+        tensor([0.0, 0.0], backend=backend).__iadd__(tensor(np.ones((3, 2)), backend=backend))
+    ids = tensor([1, 2], backend=backend, dtype=minitorch.int64)
+    with pytest.raises(TypeError, match="cannot store a float64 result in x of dtype int64"):
+        ids.__imul__(0.5)
+    with pytest.raises(TypeError, match="cannot store 2.5 in x of dtype int64"):
+        ids[0] = 2.5
+    ids += 3
+    assert ids.tolist() == [4, 5] and ids.dtype == minitorch.int64
+    single = tensor([1.0, 2.0], backend=backend, dtype=minitorch.float32)
+    single += tensor([0.5, 0.5], backend=backend)             # float64 into float32: stored as float32
+    assert single.dtype == minitorch.float32 and single.tolist() == [1.5, 2.5]
+    assert single.fill_(math.inf).tolist() == [math.inf] * 2 and single.zero_().tolist() == [0.0, 0.0]
+
+
+@pytest.mark.task("2.7")
+def test_a_tensor_changed_after_it_was_saved_is_refused_by_backward(backend):
+    a = tensor([2.0, 3.0], backend=backend, requires_grad=True)
+    b = tensor([4.0, 5.0], backend=backend, requires_grad=True)
+    product = (a * b).sum(0)
+    with minitorch.no_grad():
+        a[0] = 7.0                                           # through the other name of a's storage: counted too
+    with pytest.raises(RuntimeError, match="that Mul saved for the gradient was changed in place after it was saved"):
+        product.backward()
+    fresh = (a * b).sum(0)                                   # recorded after the change: fine
+    fresh.backward()
+    assert b.grad.tolist() == [7.0, 3.0]
+
+
+@pytest.mark.task("2.7")
+@pytest.mark.parametrize("spelling", ["no_grad", "data"])
+def test_a_training_loop_from_scratch_as_torch(backend, spelling):
+    "The PyTorch loop that updates weights in place, four steps of a tiny regression, gives torch's weights."
+    rng = np.random.default_rng(5)
+    inputs, targets, start = rng.normal(size=(8, 3)), rng.normal(size=(8, 1)), rng.normal(size=(3, 1))
+    w, their_w = tensor(start, backend=backend, requires_grad=True), torch.tensor(start, requires_grad=True)
+    x, their_x = tensor(inputs, backend=backend), torch.tensor(inputs)
+    y, their_y = tensor(targets, backend=backend), torch.tensor(targets)
+    for _ in range(4):
+        loss = ((x @ w - y) * (x @ w - y)).mean()
+        w.grad = None
+        loss.backward()
+        if spelling == "no_grad":
+            with minitorch.no_grad():
+                w -= 0.1 * w.grad
+        else:
+            w.data += -0.1 * w.grad
+        their_loss = ((their_x @ their_w - their_y) ** 2).mean()
+        their_w.grad = None
+        their_loss.backward()
+        with torch.no_grad():
+            their_w -= 0.1 * their_w.grad
+    assert w.requires_grad and w.is_leaf()
+    np.testing.assert_allclose(w.to_numpy(), their_w.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=25)
+@given(st.data())
+def test_assignment_into_basic_indices_as_torch(backend, data):
+    "`x[key] = value` and `x[key] += value` with ints, slices and negative indices, as torch's."
+    shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    key = tuple(data.draw(st.integers(-size, size - 1) | st.just(slice(None, None, 2)) | st.just(slice(1, None)))
+                for size in shape[:data.draw(st.integers(1, len(shape)))])
+    values = np.random.default_rng(len(key)).normal(size=shape)
+    ours, theirs = tensor(values, backend=backend), torch.tensor(values)
+    ours[key] = 9.0
+    theirs[key] = 9.0
+    ours[key] += 1.0
+    theirs[key] += 1.0
+    np.testing.assert_array_equal(ours.to_numpy(), theirs.numpy())
+    with pytest.raises(IndexingError, match="t\\[ids\\] = value is not supported"):
+        ours[tensor([0], backend=backend, dtype=minitorch.int64)] = 1.0
