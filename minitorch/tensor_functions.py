@@ -760,6 +760,20 @@ def mean(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
 
 
 @patch
+def var(self: Tensor, dim: int | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+    "The variance over `dim` (kept unless `keepdim=False`) or everything: squares summed, over count - correction."
+    centred = self - self.mean(dim)
+    count = self.size if dim is None else self.shape[self._dim(dim)]
+    return (centred * centred).sum(dim, keepdim) / float(max(count - correction, 0))  # 0: inf or nan
+
+
+@patch
+def std(self: Tensor, dim: int | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+    "The standard deviation over `dim` or everything: the square root of `var`."
+    return self.var(dim, keepdim, correction).sqrt()
+
+
+@patch
 def all(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
     "1.0 where every element over `dim` (or over everything) is non-zero, else 0.0."
     if dim is None:

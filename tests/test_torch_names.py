@@ -261,3 +261,27 @@ def test_assignment_into_basic_indices_as_torch(backend, data):
     np.testing.assert_array_equal(ours.to_numpy(), theirs.numpy())
     with pytest.raises(IndexingError, match="t\\[ids\\] = value is not supported"):
         ours[tensor([0], backend=backend, dtype=minitorch.int64)] = 1.0
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=30)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3), st.data(), st.booleans(), st.integers(0, 2),
+       st.sampled_from(["var", "std"]), st.integers(0, 2**16))
+def test_var_and_std_as_torch(backend, shape, data, keepdim, correction, name, seed):
+    "Values and gradients of var and std over a dim or everything, PyTorch's `correction` (1 by default) included."
+    dim = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    values = np.random.default_rng(seed).normal(size=shape)
+    ours_leaf, their_leaf = tensor(values, backend=backend, requires_grad=True), torch.tensor(values, requires_grad=True)
+    if dim is None:
+        ours, theirs = getattr(ours_leaf, name)(correction=correction), getattr(their_leaf, name)(correction=correction)
+    else:
+        ours = getattr(ours_leaf, name)(dim, keepdim=keepdim, correction=correction)
+        theirs = getattr(their_leaf, name)(dim, keepdim=keepdim, correction=correction)
+    expected = theirs.detach().numpy()
+    assert ours.shape == (tuple(expected.shape) or (1,))
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=1e-9, atol=1e-12)
+    if np.isfinite(expected).all() and (name == "var" or (expected > 1e-6).all()):
+        weights = np.random.default_rng(seed + 1).normal(size=ours.shape)
+        ours.backward(tensor(weights, backend=backend))
+        theirs.backward(torch.tensor(weights.reshape(tuple(theirs.shape))))
+        np.testing.assert_allclose(ours_leaf.grad.to_numpy(), their_leaf.grad.numpy(), rtol=1e-7, atol=1e-10)
