@@ -637,6 +637,12 @@ def contiguous(self: Tensor) -> Tensor:
     "This tensor if its elements are in row-major order, else a row-major copy."
     return self if self._tensor.is_contiguous() else Copy.apply(self)
 
+
+@patch
+def clone(self: Tensor) -> Tensor:
+    "A row-major copy with storage of its own, whose gradient flows back to this tensor (as `torch.Tensor.clone`)."
+    return Copy.apply(self)
+
 # %% ../nbs/23_tensor_functions.ipynb #de125f3f
 class GetItem(Function):
     "The view a basic index picks (`t[1]`, `t[:, -1]`, `t[..., ::2]`, `t[None]`), sharing the storage."

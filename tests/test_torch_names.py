@@ -285,3 +285,22 @@ def test_var_and_std_as_torch(backend, shape, data, keepdim, correction, name, s
         ours.backward(tensor(weights, backend=backend))
         theirs.backward(torch.tensor(weights.reshape(tuple(theirs.shape))))
         np.testing.assert_allclose(ours_leaf.grad.to_numpy(), their_leaf.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=20)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.booleans(), st.integers(0, 2**16))
+def test_clone_as_torch(backend, shape, permuted, seed):
+    "A copy with storage of its own, the same values, and the gradient of the original."
+    values = np.random.default_rng(seed).normal(size=shape)
+    leaf, their_leaf, x, theirs = twins(backend, values, "float64", permuted)
+    copy, their_copy = x.clone(), theirs.clone()
+    assert copy._tensor._storage is not leaf._tensor._storage
+    same(copy, their_copy)
+    weights = np.random.default_rng(seed + 1).normal(size=copy.shape)
+    copy.backward(tensor(weights, backend=backend))
+    their_copy.backward(torch.tensor(weights))
+    same(leaf.grad, their_leaf.grad)
+    with minitorch.no_grad():
+        copy += 1.0
+    same(x, theirs)   # the original is untouched
