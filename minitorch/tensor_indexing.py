@@ -364,18 +364,27 @@ def __getitem__(self: Tensor, key: object) -> "float | Tensor":
 class Embedding(Module):
     "PyTorch's Embedding: a `weight` table of `num_embeddings` vectors of `embedding_dim` numbers, looked up by id."
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, seed: int = 0, backend: TensorBackend = SimpleBackend,
-                 dtype: np.dtype = float64):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: int = 0,
+                 backend: TensorBackend = SimpleBackend, dtype: np.dtype = float64):
         super().__init__()
+        if padding_idx is not None and not (_is_int(padding_idx) and -num_embeddings <= padding_idx < num_embeddings):
+            raise ValueError(f"padding_idx must be an id of the {num_embeddings} embeddings, got {padding_idx!r}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
         values = np.random.default_rng(seed).standard_normal((num_embeddings, embedding_dim))
+        if self.padding_idx is not None:
+            values[self.padding_idx] = 0.0
         self.add_parameter("weight", tensor(values, backend=backend, dtype=dtype))
 
     def forward(self, ids: Tensor) -> Tensor:
         "The vectors of int64 `ids` of any shape: shape `(*ids.shape, embedding_dim)`."
         ids = as_index(ids, self.weight.value, "Embedding")
-        rows = index_select(self.weight.value, 0, ids.contiguous().view(ids.size))
+        flat = ids.contiguous().view(ids.size)
+        rows = index_select(self.weight.value, 0, flat)
+        if self.padding_idx is not None:   # the padding row's values, but no gradient for it
+            rows = where((flat != self.padding_idx).view(ids.size, 1), rows, rows.detach())
         return rows.view(*ids.shape, self.embedding_dim)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{padding}"

@@ -202,6 +202,31 @@ def test_embedding_matches_torch(backend, dtype_name):
     assert_same(weight.grad.to_numpy(), reference.weight.grad.numpy(), dtype)
 
 
+@pytest.mark.parametrize("padding_idx", [0, 4, -1])
+def test_embedding_with_padding_idx_matches_torch(backend, padding_idx):
+    "The padding row starts at zeros and gets no gradient; the other rows as without padding (as torch's)."
+    torch = pytest.importorskip("torch")
+    embedding = Embedding(7, 3, padding_idx=padding_idx, seed=2, backend=backend)
+    weight = embedding.weight.value
+    reference = torch.nn.Embedding(7, 3, padding_idx=padding_idx, dtype=torch.float64)
+    np.testing.assert_array_equal(weight.to_numpy()[padding_idx], reference.weight.detach().numpy()[padding_idx])
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor(weight.to_numpy()) + 1.0)   # a padding row that is not zero any more
+    with minitorch.no_grad():
+        weight += 1.0
+    batch = np.array([[1, 6, 0, 4], [4, 4, 6, 2]])
+    out, expected = embedding(tensor(batch, backend=backend, dtype=int64)), reference(torch.tensor(batch))
+    np.testing.assert_array_equal(out.to_numpy(), expected.detach().numpy())
+    weights = np.random.default_rng(1).normal(size=out.shape)
+    (out * tensor(weights, backend=backend)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(weight.grad.to_numpy(), reference.weight.grad.numpy(), rtol=1e-12)
+    assert not weight.grad.to_numpy()[padding_idx].any()
+    assert f"Embedding(7, 3, padding_idx={padding_idx % 7})" in repr(embedding)
+    with pytest.raises(ValueError, match="padding_idx must be an id of the 7 embeddings, got 7"):
+        Embedding(7, 3, padding_idx=7)
+
+
 def test_embedding_initialisation_and_repr(backend):
     embedding = Embedding(1000, 20, seed=3, backend=backend)
     values = embedding.weight.value.to_numpy()
