@@ -4,14 +4,14 @@
 
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'History', 'storage_version', 'saved_versions', 'Tensor', 'nested_shape', 'tensor', 'zeros',
-           'full', 'ones', 'rand', 'zeros_like', 'ones_like', 'arange']
+           'full', 'ones', 'rand', 'zeros_like', 'ones_like', 'arange', 'linspace', 'randn']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -308,14 +308,20 @@ def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, req
     return full(shape, 1, backend, requires_grad, dtype)
 
 
+def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | Sequence[int], backend: TensorBackend,
+           requires_grad: bool, seed: int | None, dtype: Any, what: str) -> Tensor:
+    "A tensor of `shape` and a float `dtype` holding `draw(generator, count)`, from a generator seeded with `seed`."
+    shape, dtype = _as_shape(shape), as_dtype(dtype)
+    if not is_floating(dtype):
+        raise TypeError(f"{what}: dtype {dtype} cannot hold them, use float32 or float64")
+    values = draw(np.random.default_rng(seed), math.prod(shape)).astype(dtype)
+    return _made(backend.storage.from_host(values), shape, backend, requires_grad)
+
+
 def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
          seed: int | None = None, dtype: Any = float64) -> Tensor:
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
-    shape, dtype = _as_shape(shape), as_dtype(dtype)
-    if not is_floating(dtype):
-        raise TypeError(f"rand draws fractions in [0, 1): dtype {dtype} cannot hold them, use float32 or float64")
-    values = np.random.default_rng(seed).random(math.prod(shape)).astype(dtype)
-    return _made(backend.storage.from_host(values), shape, backend, requires_grad)
+    return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
 
 # %% ../nbs/22_tensor.ipynb #c56f68dd
 def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -344,3 +350,21 @@ def arange(start: float, end: float | None = None, step: float = 1, backend: Ten
         dtype = int64 if all(isinstance(number, numbers.Integral) for number in numbers_given) else float64
     values = np.arange(start, end, step).astype(as_dtype(dtype))
     return _made(backend.storage.from_host(values), values.shape, backend, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, backend: TensorBackend = SimpleBackend,
+             requires_grad: bool = False, dtype: Any = float64) -> Tensor:
+    "`steps` evenly spaced numbers from `start` to `end`, both included, as `torch.linspace`."
+    if not all(isinstance(number, numbers.Real) and math.isfinite(number) for number in (start, end)):
+        raise ValueError(f"linspace needs finite numbers, got start={start!r}, end={end!r}")
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"linspace's steps must be a whole number >= 0, got {steps!r}")
+    values = np.linspace(start, end, int(steps)).astype(as_dtype(dtype))
+    return _made(backend.storage.from_host(values), values.shape, backend, requires_grad)
+
+
+def randn(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+          seed: int | None = None, dtype: Any = float64) -> Tensor:
+    "A tensor of `shape` drawn from the standard normal distribution; the same `seed` gives the same values."
+    return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
+                  "randn draws real numbers")

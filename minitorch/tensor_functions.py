@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['GradMode', 'no_grad', 'Function', 'Neg', 'Inv', 'Add', 'Mul', 'mark_changed_in_place', 'Sigmoid', 'ReLU', 'Log',
-           'Exp', 'float_sqrt', 'sqrt_back', 'sqrt_kernels', 'Sqrt', 'absolute', 'abs_back', 'abs_kernels', 'Abs', 'LT',
-           'EQ', 'IsClose', 'Cast', 'Permute', 'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index',
-           'basic_assign', 'Sum', 'All', 'batch_of_matrices', 'matrix_product', 'lies_transposed',
-           'product_laid_out_as', 'MatMul', 'grad_check']
+           'Exp', 'float_sqrt', 'sqrt_back', 'sqrt_kernels', 'Sqrt', 'absolute', 'abs_back', 'abs_kernels', 'Abs',
+           'power', 'power_base_back', 'power_exponent_back', 'power_kernels', 'Pow', 'LT', 'EQ', 'IsClose', 'Cast',
+           'Permute', 'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index', 'basic_assign', 'Sum', 'All',
+           'Expand', 'batch_of_matrices', 'matrix_product', 'lies_transposed', 'product_laid_out_as', 'MatMul',
+           'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import contextlib
@@ -177,11 +178,12 @@ def __neg__(self: Tensor) -> Tensor: return Neg.apply(self)
 
 
 @patch
-def __pow__(self: Tensor, exponent: int) -> Tensor:
-    "`self ** exponent` for a whole `exponent`, by repeated squaring: products, so the gradient follows from `Mul`."
-    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral):
-        raise TypeError(f"tensor ** {exponent!r}: minitorch takes whole exponents only; "
-                        f"write other powers as (exponent * x.log()).exp()")
+def __pow__(self: Tensor, exponent: "Tensor | float") -> Tensor:
+    "`self ** exponent`: a whole number by repeated squaring (products, so `Mul` gives the gradient), else `Pow`."
+    if isinstance(exponent, bool) or not isinstance(exponent, (numbers.Real, Tensor)):
+        raise TypeError(f"tensor ** {exponent!r}: the exponent must be a number or a tensor")
+    if isinstance(exponent, Tensor) or exponent == 0 or not float(exponent).is_integer():
+        return Pow.apply(self, self._operand(exponent))   # x ** 0 is 1, nan included, and its gradient 0
     if exponent < 0:
         if not is_floating(self.dtype):
             raise TypeError(f"an {self.dtype} tensor ** {exponent}: integers to negative powers are not allowed "
@@ -194,7 +196,7 @@ def __pow__(self: Tensor, exponent: int) -> Tensor:
         exponent >>= 1
         if exponent:
             square = square * square
-    return self.zeros() + 1 if power is None else power   # x ** 0 is 1, nan included, as in PyTorch
+    return power
 
 # %% ../nbs/23_tensor_functions.ipynb #1d68a7a7
 def mark_changed_in_place(tensor: Tensor) -> None:
@@ -208,7 +210,10 @@ def mark_changed_in_place(tensor: Tensor) -> None:
 
 @patch
 def _check_may_change(self: Tensor, what: str) -> None:
-    "Raise unless this tensor may be changed in place: it tracks no gradients, or recording is off."
+    "Raise unless this tensor may be changed in place: no gradients tracked (or recording off), no element shared."
+    if self.size and any(stride == 0 and size > 1 for stride, size in zip(self._tensor.strides, self.shape)):
+        raise RuntimeError(f"{what} would write several elements of x (shape {self.shape}, strides "
+                           f"{self._tensor.strides}) into one place of memory: change x.clone() instead")
     if GradMode.enabled and self.requires_grad:
         raise RuntimeError(f"{what} changes x in place, which records no history, and x tracks gradients: "
                            f"do it inside `with minitorch.no_grad():` (a weight update), on x.data, "
@@ -441,6 +446,68 @@ def abs(self: Tensor) -> Tensor:
 
 
 Tensor.__abs__ = Tensor.abs
+
+# %% ../nbs/23_tensor_functions.ipynb #b81d4e2a
+def power(a: float, b: float) -> float:
+    "`a` to the power `b`, as C's `pow` and PyTorch: nan, inf and -inf where Python's `math.pow` raises."
+    if math.isfinite(a) and math.isfinite(b):
+        whole = b == math.floor(b)
+        odd = whole and b / 2.0 != math.floor(b / 2.0)
+        if a < 0.0 and not whole:                      # no real root of a negative number
+            return math.nan
+        if a == 0.0 and b < 0.0:                       # 1 / 0, signed as C signs it
+            return math.copysign(math.inf, a) if odd else math.inf
+        if a != 0.0 and b * math.log(abs(a)) > 709.7827128:   # past the largest float64
+            return -math.inf if a < 0.0 and odd else math.inf
+    return math.pow(a, b)
+
+
+def power_base_back(b: float, lower_power: float) -> float:
+    "The derivative of `a ** b` in `a`, `b * a ** (b - 1)` from `lower_power = a ** (b - 1)`; 0 where `b` is 0."
+    return 0.0 if b == 0.0 else b * lower_power
+
+
+def power_exponent_back(a: float, out: float) -> float:
+    "The derivative of `a ** b` in `b`, `out * ln(a)` from `out = a ** b`; 0 where `a` is 0 and `b >= 0` (`out` finite)."
+    if a > 0.0:
+        return out * math.log(a)
+    if a == 0.0:
+        return 0.0 if math.isfinite(out) else -out    # out * ln(0) = out * -inf
+    return math.nan                                   # ln of a negative number
+
+
+@functools.cache
+def power_kernels(backend: TensorBackend) -> tuple:
+    "The backend's zips of `power`, `power_base_back` and `power_exponent_back`, compiled once."
+    return backend.ops.zip(power), backend.ops.zip(power_base_back), backend.ops.zip(power_exponent_back)
+
+
+class Pow(Function):
+    "`a ** b` for every pair of elements, broadcast."
+
+    @staticmethod
+    def forward(ctx: Context, a: "Tensor", b: "Tensor") -> "Tensor":
+        if not is_floating(a.dtype) and not is_floating(b.dtype) and b.size and b.to_numpy().min() < 0:
+            raise ValueError(f"an {a.dtype} tensor to negative {b.dtype} powers: integers to negative integer "
+                             f"powers are not allowed (as in PyTorch); convert with .double() first")
+        out = power_kernels(a.backend)[0](a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: "Tensor") -> tuple["Tensor", "Tensor"]:
+        a, b, out = ctx.saved_values
+        backend = grad_output.backend
+        power_zip, base_back, exponent_back = power_kernels(backend)
+        lower_power = power_zip(a, backend.add_zip(b, b._operand(-1.0)))
+        return (backend.mul_zip(grad_output, base_back(b, lower_power)),
+                backend.mul_zip(grad_output, exponent_back(a, out)))
+
+
+@patch
+def __rpow__(self: Tensor, base: float) -> Tensor:
+    "`base ** self`, for a number `base`: `10 ** x`."
+    return Pow.apply(self._operand(base), self)
 
 # %% ../nbs/23_tensor_functions.ipynb #9c1bd502
 class LT(Function):
@@ -812,6 +879,48 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         raise IndexingError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                             f"for a tensor of shape {self.shape}")
     return self.reshape(*self.shape[:start], math.prod(self.shape[start:end + 1]), *self.shape[end + 1:])
+
+
+class Expand(Function):
+    "A view of `a` with its size-1 dims repeated to `shape` (stride 0) and new dims in front: broadcasting, no copy."
+
+    @staticmethod
+    def forward(ctx: Context, a: "Tensor", shape: tuple[int, ...]) -> "Tensor":
+        added = len(shape) - a.dims
+        strides = [0] * added + [stride if size == wanted else 0
+                                 for size, wanted, stride in zip(a.shape, shape[added:], a._tensor.strides)]
+        return a._new(TensorData(a._tensor._storage, shape, strides, offset=a._tensor.offset, validate=False))
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
+        return grad_output   # summed back to the input's shape by `_fit_gradient`
+
+
+@patch
+def expand(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    "A view with dims of size 1 repeated to `sizes` (-1 keeps a dim) and new dims in front, as `torch.Tensor.expand`."
+    sizes, added = _flat_ints(sizes), len(_flat_ints(sizes)) - self.dims
+    if added < 0:
+        raise IndexingError(f"expand: {len(sizes)} sizes {sizes} for a tensor of {self.dims} dims "
+                            f"(shape {self.shape}): give one per dim at least")
+    if any(isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0 for size in sizes[:added]):
+        raise IndexingError(f"expand{sizes}: the new leading dims of a tensor of shape {self.shape} "
+                            f"need sizes >= 0 (-1 keeps an existing dim only)")
+    shape = [int(size) for size in sizes[:added]]
+    for dim, (size, wanted) in enumerate(zip(self.shape, sizes[added:])):
+        if isinstance(wanted, bool) or not isinstance(wanted, (int, np.integer)) or wanted < -1:
+            raise IndexingError(f"expand{sizes}: size {wanted!r} is not a size (-1 keeps a dim)")
+        if wanted != -1 and wanted != size and size != 1:
+            raise IndexingError(f"expand{sizes}: dim {dim} of shape {self.shape} has size {size}, not 1, "
+                                f"so it cannot become {wanted}")
+        shape.append(size if wanted == -1 else int(wanted))
+    return self if tuple(shape) == self.shape else Expand.apply(self, shape=tuple(shape))
+
+
+@patch
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    "This tensor expanded to `other`'s shape."
+    return self.expand(*other.shape)
 
 
 @patch

@@ -1,5 +1,6 @@
-"""PyTorch's everyday names: `sqrt`, `abs` and `clamp` (values and gradients, NaN, inf and the edges at 0
-included, float32 and float64, permuted inputs), and the constructors `full`, `zeros_like`, `ones_like`, `arange`."""
+"""PyTorch's everyday names: `sqrt`, `abs`, `clamp` and real powers (values and gradients, NaN, inf and the edges
+at 0 included, float32 and float64, permuted inputs), `expand`, in-place updates, `var`, `std` and `clone`, and the
+constructors `full`, `zeros_like`, `ones_like`, `arange`, `linspace`, `randn`."""
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch import IndexingError, arange, full, ones_like, tensor, zeros_like
+from minitorch import IndexingError, arange, full, linspace, ones_like, randn, tensor, zeros_like
 
 torch = pytest.importorskip("torch")
 
@@ -118,6 +119,33 @@ def test_arange_as_torch(backend, start, end, step, fractional):
     assert arange(abs(end), backend=backend).tolist() == torch.arange(abs(end)).tolist()
 
 
+@settings(max_examples=40)
+@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.integers(0, 50), st.sampled_from(sorted(DTYPES)))
+@pytest.mark.task("2.1")
+def test_linspace_as_torch(backend, start, end, steps, dtype):
+    ours = linspace(start, end, steps, backend=backend, dtype=DTYPES[dtype][0])
+    theirs = torch.linspace(start, end, steps, dtype=torch.float64)
+    assert ours.shape == tuple(theirs.shape) and ours.dtype == DTYPES[dtype][0] and ours.backend is backend
+    tolerance = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(ours.to_numpy(), theirs.numpy(), rtol=tolerance, atol=tolerance * 1e3)
+    if steps:
+        assert ours.tolist()[0] == DTYPES[dtype][0].type(start)
+    if steps > 1:
+        assert ours.tolist()[-1] == DTYPES[dtype][0].type(end)   # both ends included, exactly
+
+
+@settings(max_examples=10)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=3), st.sampled_from(sorted(DTYPES)), st.integers(0, 2**16))
+@pytest.mark.task("2.1")
+def test_randn_draws_standard_normals(backend, shape, dtype, seed):
+    drawn = randn(shape, backend=backend, dtype=DTYPES[dtype][0], seed=seed)
+    assert drawn.shape == tuple(shape) and drawn.dtype == DTYPES[dtype][0] and drawn.backend is backend
+    assert drawn.tolist() == randn(shape, backend=backend, dtype=DTYPES[dtype][0], seed=seed).tolist()
+    many = randn((100_000,), backend=backend, seed=seed).to_numpy()
+    assert abs(many.mean()) < 0.02 and abs(many.std() - 1.0) < 0.02 and abs((np.abs(many) < 1).mean() - 0.6827) < 0.01
+    assert randn(4, backend=backend, seed=seed).tolist() != randn(4, backend=backend, seed=seed + 1).tolist()
+
+
 @settings(max_examples=20)
 @given(shapes, st.sampled_from(["float64", "float32", "int64"]), st.integers(-3, 3))
 @pytest.mark.task("2.1")
@@ -147,6 +175,12 @@ def test_constructors_refuse_bad_arguments(backend):
         full(3, 2.5, backend=backend, dtype=minitorch.int64)
     with pytest.raises(TypeError, match="fill_value must be a number"):
         full(3, "one", backend=backend)
+    with pytest.raises(ValueError, match="linspace's steps must be a whole number >= 0, got -1"):
+        linspace(0, 1, -1, backend=backend)
+    with pytest.raises(ValueError, match="linspace needs finite numbers"):
+        linspace(math.nan, 1, 3, backend=backend)
+    with pytest.raises(TypeError, match="randn draws real numbers: dtype int64"):
+        randn(3, backend=backend, dtype=minitorch.int64)
     assert np.isnan(full(2, math.nan, backend=backend).to_numpy()).all()
 
 
@@ -304,3 +338,99 @@ def test_clone_as_torch(backend, shape, permuted, seed):
     with minitorch.no_grad():
         copy += 1.0
     same(x, theirs)   # the original is untouched
+
+
+def close(ours, theirs, dtype: str):
+    "Assert values as torch's within a tolerance for sums taken in another order (NaN where NaN, infinities alike)."
+    expected = theirs.detach().numpy()
+    assert ours.shape == (tuple(expected.shape) or (1,))
+    tolerance = 1e-5 if dtype == "float32" else 1e-10
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=tolerance, atol=tolerance * scale)
+
+
+POWER_NUMBERS = [0.5, -1.5, 1 / 3, 2.5, -0.5, 0.0, 1.0, 2.0, -2.0, 10.0, math.inf, -math.inf, math.nan]
+
+
+@settings(max_examples=40)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.sampled_from(["x ** number", "number ** x", "x ** y"]),
+       st.sampled_from(POWER_NUMBERS), st.data(), st.integers(0, 2**16))
+@pytest.mark.task("2.6")
+def test_power_as_torch(backend, shape, dtype, permuted, form, number, data, seed):
+    "Real powers in every form, broadcast, with NaN, infinities, zeros and negative bases: values and gradients."
+    leaf, their_leaf, x, theirs = twins(backend, planted(shape, seed) / 2, dtype, permuted)
+    leaves = [(leaf, their_leaf)]
+    if form == "x ** number":   # PyTorch computes x ** 0.5 as sqrt(x) (nan at -inf): minitorch as pow, as below
+        ours_out = x ** number
+        their_out = theirs ** number if float(number).is_integer() else theirs ** torch.tensor(number, dtype=theirs.dtype)
+    elif form == "number ** x":
+        ours_out, their_out = number ** x, number ** theirs
+    else:
+        exponent_shape = [data.draw(st.sampled_from([1, size])) for size in x.shape][data.draw(st.integers(0, x.dims)):]
+        exponent = planted(exponent_shape, seed + 2).round(data.draw(st.sampled_from([0, 1])))   # whole or not
+        leaves.append((tensor(exponent, backend=backend, dtype=DTYPES[dtype][0], requires_grad=True),
+                       torch.tensor(exponent, dtype=DTYPES[dtype][1], requires_grad=True)))
+        ours_out, their_out = x ** leaves[1][0], theirs ** leaves[1][1]
+    assert ours_out.dtype == leaf.dtype
+    close(ours_out, their_out, dtype)
+    weights = np.random.default_rng(seed + 1).normal(size=ours_out.shape)
+    (ours_out * tensor(weights, backend=backend, dtype=leaf.dtype)).sum().backward()
+    (their_out * torch.tensor(weights, dtype=DTYPES[dtype][1])).sum().backward()
+    for ours_leaf, their_leaf in leaves:
+        close(ours_leaf.grad, their_leaf.grad, dtype)
+
+
+@pytest.mark.task("2.6")
+def test_powers_of_integers_as_torch(backend):
+    ids = tensor([0, 1, 2, 5], backend=backend, dtype=minitorch.int64)
+    their_ids = torch.tensor([0, 1, 2, 5])
+    for ours, theirs in [(2 ** ids, 2 ** their_ids), (ids ** ids, their_ids ** their_ids), (ids ** 3, their_ids ** 3)]:
+        assert ours.dtype == minitorch.int64 and ours.tolist() == theirs.tolist()
+    halves = ids ** 0.5
+    assert halves.dtype == minitorch.float64   # an int meets a float: float64 here (PyTorch's default float32)
+    np.testing.assert_allclose(halves.to_numpy(), their_ids.double() ** 0.5, rtol=1e-15)
+    with pytest.raises(ValueError, match="integers to negative integer powers are not allowed"):
+        2 ** tensor([1, -1], backend=backend, dtype=minitorch.int64)
+    with pytest.raises(TypeError, match="integers to negative powers are not allowed"):
+        ids ** -1
+    with pytest.raises(TypeError, match="the exponent must be a number or a tensor"):
+        ids ** "2"
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=3), st.booleans(), st.data(), st.integers(0, 2**16))
+def test_expand_as_torch(backend, shape, permuted, data, seed):
+    "A view with stride 0 along the repeated dims, the same values as torch's, and the gradient summed back."
+    values = np.random.default_rng(seed).normal(size=shape)
+    leaf, their_leaf, x, theirs = twins(backend, values, "float64", permuted)
+    added = data.draw(st.lists(st.integers(0, 3), max_size=2))
+    sizes = added + [data.draw(st.sampled_from([-1, 0, 2, 3] if size == 1 else [-1, size])) for size in x.shape]
+    expanded, their_expanded = x.expand(*sizes), theirs.expand(*sizes)
+    assert expanded._tensor._storage is leaf._tensor._storage
+    same(expanded, their_expanded)
+    assert x.expand_as(expanded).shape == expanded.shape
+    weights = np.random.default_rng(seed + 1).normal(size=expanded.shape)
+    (expanded * tensor(weights, backend=backend)).sum().backward()
+    (their_expanded * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(leaf.grad.to_numpy(), their_leaf.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.task("2.7")
+def test_expand_refuses_what_torch_refuses(backend):
+    row = tensor([[1.0, 2.0, 3.0]], backend=backend)
+    with pytest.raises(IndexingError, match=r"dim 1 of shape \(1, 3\) has size 3, not 1, so it cannot become 4"):
+        row.expand(2, 4)
+    with pytest.raises(IndexingError, match="give one per dim at least"):
+        row.expand(3)
+    with pytest.raises(IndexingError, match="-1 keeps an existing dim only"):
+        row.expand(-1, 1, 3)
+    grid = row.expand(2, 3)
+    for change in [lambda: grid.fill_(0.0), lambda: grid.__iadd__(1.0), lambda: grid.__setitem__((0, 0), 5.0)]:
+        with pytest.raises(RuntimeError, match="into one place of memory: change x.clone"):
+            change()
+    copy = grid.clone()
+    copy += 1.0
+    assert copy.tolist() == [[2.0, 3.0, 4.0]] * 2 and row.tolist() == [[1.0, 2.0, 3.0]]
+    assert (grid @ tensor([[1.0], [1.0], [1.0]], backend=backend)).tolist() == [[6.0], [6.0]]
