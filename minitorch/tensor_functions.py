@@ -24,6 +24,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .derivatives import central_difference
+from .module import Module
 from .tensor import STORAGE_VERSIONS, History, Tensor, full, saved_versions, tensor
 from .tensor_ops import TensorBackend, floating_map
 from .tensor_data import (IndexingError, TensorData, as_dtype, float32, float64, index_view, int64,
@@ -601,6 +602,33 @@ def double(self: Tensor) -> Tensor:
 def long(self: Tensor) -> Tensor:
     "This tensor in int64, fractions cut towards zero."
     return self.to(int64)
+
+
+@patch
+def to(self: Module, dtype: Any) -> Module:
+    "This module with every floating-point tensor parameter (and its gradient) converted to `dtype`, in place."
+    dtype = as_dtype(dtype)
+    if not is_floating(dtype):
+        raise TypeError(f"module.to({dtype}): a model's parameters convert to float32 or float64 only")
+    for parameter in self.parameters():
+        value = parameter.value
+        if isinstance(value, Tensor) and is_floating(value.dtype) and value.dtype != dtype:
+            parameter.update(value.detach().to(dtype))
+            if value.grad is not None:
+                parameter.value.grad = value.grad.to(dtype)
+    return self
+
+
+@patch
+def float(self: Module) -> Module:
+    "This module with its parameters in float32."
+    return self.to(float32)
+
+
+@patch
+def double(self: Module) -> Module:
+    "This module with its parameters in float64."
+    return self.to(float64)
 
 # %% ../nbs/23_tensor_functions.ipynb #ad1e108d
 class Permute(Function):

@@ -296,3 +296,35 @@ def test_selection_and_joining_keep_the_values_dtype_as_torch(backend):
     assert ids.masked_fill(mask, 1.5).to_numpy().tolist() == [1, 5, 1]  # stored in the tensor's dtype
     assert minitorch.cat([single, ids]).dtype == float32 and minitorch.stack([ids, ids]).dtype == int64
     assert minitorch.tril(ones((3, 3), backend=backend, dtype=float32)).dtype == float32
+
+
+@needs_torch
+@with_backends
+@pytest.mark.task("4.5")
+def test_module_to_converts_parameters_as_torch(backend):
+    "model.float()/.double()/.to(dtype): parameters (and gradients) converted in place, same Parameter objects."
+    import torch
+    model = nn.Sequential(nn.Linear(3, 4, backend=backend, seed=1), nn.ReLU(), nn.Linear(4, 2, backend=backend, seed=2))
+    twin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).double()
+    with torch.no_grad():
+        for (_, ours), theirs in zip(model.named_parameters(), twin.parameters()):
+            theirs.copy_(torch.tensor(ours.value.to_numpy()))
+    inputs = np.random.default_rng(0).normal(size=(5, 3))
+    model(tensor(inputs, backend=backend)).sum().backward()
+    twin(torch.tensor(inputs)).sum().backward()
+    parameters = model.parameters()
+    assert model.float() is model and twin.float() is twin
+    assert [id(parameter) for parameter in model.parameters()] == [id(parameter) for parameter in parameters]
+    for parameter, theirs in zip(model.parameters(), twin.parameters()):
+        assert parameter.value.dtype == float32 and parameter.value.grad.dtype == float32
+        assert parameter.value.requires_grad and parameter.value.is_leaf()
+        np.testing.assert_allclose(parameter.value.grad.to_numpy(), theirs.grad.numpy(), rtol=1e-6)
+    model.zero_grad(), twin.zero_grad(set_to_none=True)
+    out, their_out = model(tensor(inputs, backend=backend, dtype=float32)), twin(torch.tensor(inputs).float())
+    assert out.dtype == float32
+    np.testing.assert_allclose(out.to_numpy(), their_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    minitorch.SGD(parameters, lr=0.1).step()   # an optimiser made before the conversion still updates them
+    assert model.double().to("float64") is model and all(p.value.dtype == float64 for p in model.parameters())
+    with pytest.raises(TypeError, match="convert to float32 or float64 only"):
+        model.to(int64)

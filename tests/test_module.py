@@ -81,3 +81,18 @@ def test_forward_must_be_defined():
 def test_repr_shows_the_tree():
     text = repr(Root())
     assert text.splitlines()[0] == "Root(" and "(branch): Branch(" in text and "(left): Leaf()" in text
+
+
+@pytest.mark.task("1.7")
+def test_zero_grad_clears_every_parameter_of_the_tree():
+    "model.zero_grad() forgets the gradients of every parameter, in children too, as torch.nn.Module.zero_grad."
+    from minitorch import Scalar
+    model = Root()
+    for parameter in model.parameters():
+        parameter.update(Scalar(parameter.value))
+    total = sum((parameter.value * parameter.value for parameter in model.parameters()), Scalar(0.0))
+    total.backward()
+    assert all(parameter.value.derivative is not None for parameter in model.parameters())
+    model.zero_grad()
+    assert all(parameter.value.derivative is None for parameter in model.parameters())
+    assert len(model.parameters()) == 7
