@@ -39,7 +39,7 @@ from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, 
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
 from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabulary, bigram_counts, bigram_loss,
-                            get_batch, names_list, sample, sequence_loss, shakespeare_plays, split_plays)
+                            get_batch, names_list, one_hot, sample, sequence_loss, shakespeare_plays, split_plays)
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
 from .attention import (CausalSelfAttention, SoftmaxFun, attention_weights, fused_softmax,
@@ -77,7 +77,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
            "Sequential",
            "shakespeare_plays", "names_list", "TextDataNotFoundError", "Vocabulary", "split_plays", "get_batch",
-           "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "BigramNetwork", "sample",
+           "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "one_hot", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",
            "MLPLanguageModel", "examples_loss", "sample_name",
            "fused_softmax", "SoftmaxFun", "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention",

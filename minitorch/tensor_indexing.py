@@ -322,14 +322,14 @@ Tensor.index_select = index_select
 
 # %% ../nbs/25_tensor_indexing.ipynb #f8edf02b
 def wrapped(ids: Tensor, size: int, dim: int) -> Tensor:
-    "`ids` with negative entries counted from the end of dim `dim` of `size`, as in Python (no history)."
+    "`ids` checked to be in range for dim `dim` of `size`, negative ones counted from its end, as in Python (no history)."
     if not ids.size:
         return ids
-    low, _ = index_bounds(ids)
+    low, high = index_bounds(ids)
+    if low < -size or high >= size:
+        raise IndexingError(f"index {low if low < -size else high} is out of range for dim {dim} of size {size}")
     if low >= 0:
         return ids
-    if low < -size:
-        raise IndexingError(f"index {low} is out of range for dim {dim} of size {size}")
     backend = ids.backend
     return backend.add_zip(ids, backend.mul_zip(backend.lt_zip(ids, ids.zeros((1,))), ids._operand(size)))
 
@@ -339,22 +339,39 @@ def describe_entry(entry: object) -> str:
     return f"a {entry.dtype} tensor of shape {entry.shape}" if isinstance(entry, Tensor) else repr(entry)
 
 
+def flat_positions(a: Tensor, indices: Sequence[Tensor]) -> Tensor:
+    "The row-major positions in `a`'s first dims that the int64 `indices`, one per dim, broadcast together, pick."
+    positions = None
+    for dim, index in enumerate(indices):
+        ids = wrapped(as_index(index, a, "t[ids]"), a.shape[dim], dim)
+        backend = ids.backend
+        positions = ids if positions is None else backend.add_zip(
+            backend.mul_zip(positions, ids._operand(a.shape[dim])), ids)
+    return positions
+
+
 def index_by_tensor(a: Tensor, entries: tuple) -> Tensor:
-    "`a[entries]` for full slices and one int64 tensor of ids: the slices along its dim, in the ids' shape."
-    dim = next(position for position, entry in enumerate(entries) if isinstance(entry, Tensor))
-    full = [entry for position, entry in enumerate(entries) if position != dim and isinstance(entry, slice) and entry == slice(None)]
-    if len(full) != len(entries) - 1 or len(entries) > a.dims:
-        raise IndexingError(f"indexing with a tensor takes one int64 tensor and full slices `:` (as t[ids] or "
-                            f"t[:, ids]) of a tensor of shape {a.shape}; got "
-                            f"[{', '.join(map(describe_entry, entries))}]")
-    ids = as_index(entries[dim], a, "t[ids]")
+    "`a[entries]`: one int64 tensor of ids among full slices (`t[:, ids]`), or one for each of the first dims."
+    dims = [position for position, entry in enumerate(entries) if isinstance(entry, Tensor)]
+    slices = [entry for position, entry in enumerate(entries) if position not in dims]
+    if any(not isinstance(entry, slice) or entry != slice(None) for entry in slices) or len(entries) > a.dims \
+            or (len(dims) > 1 and dims != list(range(len(dims)))):
+        raise IndexingError(f"indexing with tensors takes one int64 tensor among full slices `:` (t[ids], "
+                            f"t[:, ids]) or one for each of the first dims (t[rows, columns]) of a tensor of shape "
+                            f"{a.shape}; got [{', '.join(map(describe_entry, entries))}]")
+    if len(dims) > 1:
+        positions = flat_positions(a, entries[:len(dims)])
+        rows = a.contiguous().view(math.prod(a.shape[:len(dims)]), *a.shape[len(dims):])
+        picked = index_select(rows, 0, positions.contiguous().view(positions.size))
+        return picked.view(*positions.shape, *a.shape[len(dims):])
+    dim, ids = dims[0], as_index(entries[dims[0]], a, "t[ids]")
     flat = wrapped(ids.contiguous().view(ids.size), a.shape[dim], dim)
     return index_select(a, dim, flat).view(*a.shape[:dim], *ids.shape, *a.shape[dim + 1:])
 
 # %% ../nbs/25_tensor_indexing.ipynb #d46893f6
 @patch
 def __getitem__(self: Tensor, key: object) -> "float | Tensor":
-    "`t[ids]`, `t[:, ids]`: slices picked by an int64 tensor of ids (as in PyTorch); any other key: `basic_index`."
+    "`t[ids]`, `t[:, ids]`, `t[rows, columns]`: picked by int64 tensors of ids (as in PyTorch); else `basic_index`."
     entries = key if isinstance(key, tuple) else (key,)
     if any(isinstance(entry, Tensor) for entry in entries):
         return index_by_tensor(self, entries)

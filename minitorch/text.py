@@ -23,7 +23,7 @@ from .fast_ops import FastBackend
 from .module import Module
 from .nn import cross_entropy, logsoftmax
 from .tensor import Tensor, tensor
-from .tensor_data import float64, int64
+from .tensor_data import IndexingError, float64, int64
 from .tensor_ops import TensorBackend
 
 # %% ../nbs/50_text.ipynb #00383f2a
@@ -204,9 +204,18 @@ def bigram_loss(model: Callable[[Tensor], Tensor], ids: np.ndarray, vocab_size: 
     return float(-table[ids[:-1], ids[1:]].mean())
 
 # %% ../nbs/50_text.ipynb #8733a9f2
-def one_hot(ids: Tensor, num_classes: int, dtype: object = float64) -> Tensor:
+def one_hot(ids: Tensor, num_classes: int = -1, dtype: object = float64) -> Tensor:
     "(..., num_classes) with 1 at each id's position and 0 elsewhere, as floats (`torch.nn.functional.one_hot`)."
-    return tensor(np.eye(num_classes)[ids.to_numpy().astype(np.int64)], backend=ids.backend, dtype=dtype)
+    if not isinstance(ids, Tensor) or ids.dtype != int64:
+        raise TypeError(f"one_hot takes an int64 tensor of ids, got {getattr(ids, 'dtype', type(ids).__name__)}")
+    values = ids.to_numpy()
+    if num_classes == -1:   # as many classes as the largest id needs, as in PyTorch
+        if not values.size:
+            raise ValueError("one_hot cannot infer num_classes from no ids: pass num_classes")
+        num_classes = int(values.max()) + 1
+    if values.size and (values.min() < 0 or values.max() >= num_classes):
+        raise IndexingError(f"one_hot: ids must be in [0, {num_classes}), got ids from {values.min()} to {values.max()}")
+    return tensor(np.eye(num_classes)[values], backend=ids.backend, dtype=dtype)
 
 
 class BigramNetwork(Module):

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 from backends import BACKENDS
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from tensor_strategies import arrays
 
@@ -161,6 +161,32 @@ def test_indexing_with_ids_matches_numpy_and_torch(backend, dtype_name, rows, wi
     check_gradients(backend, out, leaf, reference, twin, data.draw(edge_arrays(out.shape, float64, special=False)), dtype)
 
 
+@given(st.sampled_from(sorted(DTYPES)), shapes(2, 3), st.data())
+def test_indexing_with_several_id_tensors_matches_numpy_and_torch(backend, dtype_name, shape, data):
+    "`t[rows, columns]`: one id tensor for each of the first dims, broadcast together, negative ids included."
+    dtype = DTYPES[dtype_name]
+    indexed = data.draw(st.integers(2, len(shape)))
+    common = data.draw(shapes(1, 2))
+    assume(all(shape[:indexed]))   # an empty indexed dim has no valid id
+    batches = []
+    for dim in range(indexed):   # each id array broadcasts to `common`: some of its sizes 1, some leading dims dropped
+        own_shape = tuple(data.draw(st.sampled_from([1, size])) for size in common)[data.draw(st.integers(0, len(common) - 1)):]
+        batch = data.draw(ids(own_shape, shape[dim]))
+        if data.draw(st.booleans()):
+            batch = batch - shape[dim] * (batch % 2)   # some counted from the end
+        batches.append(batch)
+    values = data.draw(edge_arrays(shape, dtype))
+    leaf, table, raw = made(values, backend, data.draw(st.booleans()), requires_grad=True)
+    out = table[tuple(tensor(batch, backend=backend, dtype=int64) for batch in batches)]
+    expected = values[tuple(batches)]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    torch = pytest.importorskip("torch")
+    twin, twin_table = torch_made(torch, raw, table is not leaf)
+    reference = twin_table[tuple(torch.tensor(batch) for batch in batches)]
+    check_gradients(backend, out, leaf, reference, twin, data.draw(edge_arrays(out.shape, float64, special=False)), dtype)
+
+
 def test_lookup_of_a_token_batch(backend):
     "A (B, T) batch of ids indexes a (V, C) table into (B, T, C); a row used three times gets three gradients."
     table = tensor(np.arange(15.0).reshape(5, 3), backend=backend, requires_grad=True)
@@ -269,10 +295,16 @@ def test_errors_name_what_was_wrong(backend):
         table.index_select(0, long([[0, 1]]))
     with pytest.raises(IndexingError, match="dim 2 is out of range"):
         table.index_select(2, long([0]))
-    with pytest.raises(IndexingError, match=r"one int64 tensor and full slices"):
+    with pytest.raises(IndexingError, match=r"one int64 tensor among full slices"):
         table[long([0]), 1]
-    with pytest.raises(IndexingError, match=r"one int64 tensor and full slices"):
-        table[long([0]), long([1])]
+    with pytest.raises(IndexingError, match=r"or one for each of the first dims \(t\[rows, columns\]\)"):
+        table.view(1, 4, 3)[:, long([0]), long([1])]
+    with pytest.raises(IndexingError, match=r"index 3 is out of range for dim 1 of size 3"):
+        table[long([1]), long([3])]   # flat position 1 * 3 + 3 = 6 would be a valid place of row 2
+    with pytest.raises(IndexingError, match=r"index -5 is out of range for dim 0 of size 4"):
+        table[long([-5]), long([0])]
+    with pytest.raises(TypeError, match=r"t\[ids\]: the index must be int64, got float64"):
+        table[long([1]), tensor([1.0], backend=backend)]
 
 
 def test_a_lookup_copies_two_numbers_on_cuda_unless_its_ids_were_uploaded(backend):

@@ -117,6 +117,31 @@ def test_counts_model_probabilities_and_loss_match_numpy():
     assert sequence_loss(model(inputs), targets).item() == pytest.approx(expected, rel=1e-12)
 
 
+@settings(max_examples=30)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.integers(1, 6), st.booleans(), st.integers(0, 2**16))
+def test_one_hot_as_torch(shape, classes, inferred, seed):
+    "One 1 per id in its class's place, num_classes given or the largest id + 1, as torch.nn.functional.one_hot."
+    torch = pytest.importorskip("torch")
+    ids = np.random.default_rng(seed).integers(0, classes, size=shape)
+    ours = text.one_hot(minitorch.tensor(ids, dtype=minitorch.int64), *(() if inferred else (classes,)))
+    theirs = torch.nn.functional.one_hot(torch.tensor(ids), -1 if inferred else classes)
+    assert ours.dtype == minitorch.float64 and ours.to_numpy().tolist() == theirs.double().tolist()
+
+
+def test_one_hot_refuses_what_torch_refuses():
+    ids = minitorch.tensor([0, 2], dtype=minitorch.int64)
+    with pytest.raises(minitorch.IndexingError, match=r"ids must be in \[0, 2\), got ids from 0 to 2"):
+        text.one_hot(ids, 2)
+    with pytest.raises(minitorch.IndexingError, match=r"ids must be in \[0, 3\), got ids from -1 to 1"):
+        text.one_hot(ids - 1, 3)
+    with pytest.raises(TypeError, match="one_hot takes an int64 tensor of ids, got float64"):
+        text.one_hot(ids.double(), 3)
+    with pytest.raises(ValueError, match="cannot infer num_classes from no ids"):
+        text.one_hot(minitorch.zeros((0,), dtype=minitorch.int64))
+    assert text.one_hot(minitorch.zeros((0,), dtype=minitorch.int64), 4).shape == (0, 4)
+    assert minitorch.one_hot is text.one_hot
+
+
 def test_untrained_network_is_uniform():
     assert bigram_loss(BigramNetwork(7), np.array([0, 3, 6, 2]), 7) == pytest.approx(math.log(7))
 
