@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch import IndexingError, arange, full, linspace, ones_like, randn, tensor, zeros_like
+from minitorch import IndexingError, arange, full, linspace, ones_like, randint, randn, tensor, zeros_like
 
 torch = pytest.importorskip("torch")
 
@@ -434,3 +434,56 @@ def test_expand_refuses_what_torch_refuses(backend):
     copy += 1.0
     assert copy.tolist() == [[2.0, 3.0, 4.0]] * 2 and row.tolist() == [[1.0, 2.0, 3.0]]
     assert (grid @ tensor([[1.0], [1.0], [1.0]], backend=backend)).tolist() == [[6.0], [6.0]]
+
+
+@settings(max_examples=20)
+@given(st.integers(-5, 5), st.integers(1, 6), st.lists(st.integers(0, 4), min_size=1, max_size=3), st.integers(0, 2**16))
+@pytest.mark.task("2.1")
+def test_randint_draws_every_whole_number_in_range(backend, low, span, shape, seed):
+    drawn = randint(low, low + span, shape, backend=backend, seed=seed)
+    assert drawn.shape == tuple(shape) and drawn.dtype == minitorch.int64 and drawn.backend is backend
+    values = drawn.to_numpy()
+    assert values.size == 0 or (low <= values.min() and values.max() < low + span)
+    from_zero = randint(span, (40 * span,), backend=backend, seed=seed).to_numpy()   # randint(high, size): from 0
+    assert set(from_zero.tolist()) == set(range(span))
+    assert set(randint(low, low + span, (60 * span,), seed=seed).tolist()) == set(range(low, low + span))
+
+
+@pytest.mark.task("2.1")
+def test_multinomial_draws_in_proportion_to_the_weights(backend):
+    weights = tensor([[1.0, 0.0, 3.0, 0.0], [0.0, 2.0, 2.0, 4.0]], backend=backend)
+    drawn = minitorch.multinomial(weights, 4000, replacement=True, seed=0).to_numpy()
+    assert drawn.shape == (2, 4000)
+    np.testing.assert_allclose([np.mean(drawn[0] == k) for k in range(4)], [0.25, 0.0, 0.75, 0.0], atol=0.03)
+    np.testing.assert_allclose([np.mean(drawn[1] == k) for k in range(4)], [0.0, 0.25, 0.25, 0.5], atol=0.03)
+    once = minitorch.multinomial(weights, 2, seed=1).to_numpy()   # without replacement: distinct, non-zero ids
+    assert sorted(once[0].tolist()) == [0, 2] and len(set(once[1].tolist())) == 2 and 0 not in once[1]
+    generator = np.random.default_rng(5)
+    assert len({minitorch.multinomial(weights[1], 1, seed=generator).item() for _ in range(30)}) == 3
+    with pytest.raises(ValueError, match="cannot draw 3 ids without replacement from a row with only 2"):
+        minitorch.multinomial(weights, 3)
+    with pytest.raises(ValueError, match="every row of weights must be finite, >= 0 and not all 0"):
+        minitorch.multinomial(tensor([math.nan, 1.0], backend=backend), 1)
+    with pytest.raises(ValueError, match="every row of weights must be finite, >= 0 and not all 0"):
+        minitorch.multinomial(tensor([0.0, 0.0], backend=backend), 1)
+    with pytest.raises(ValueError, match="randint needs whole numbers low < high"):
+        randint(3, 3, (2,), backend=backend)
+
+
+@pytest.mark.task("2.5")
+def test_setting_requires_grad_as_torch(backend):
+    "x.requires_grad = True makes a leaf track gradients; on a computed tensor True changes nothing, False is refused."
+    weight = randn((3, 2), backend=backend, seed=0) * 0.1   # computed, but from a tensor that tracks nothing: a leaf
+    weight.requires_grad = True
+    assert weight.requires_grad and weight.is_leaf()
+    out = weight * 2.0
+    out.requires_grad = True   # already tracks: its history stays
+    assert not out.is_leaf()
+    out.sum().backward()
+    assert weight.grad.tolist() == [[2.0, 2.0]] * 3
+    with pytest.raises(RuntimeError, match="would cut it from its history: use x.detach"):
+        out.requires_grad = False
+    weight.requires_grad = False
+    assert not weight.requires_grad
+    with pytest.raises(TypeError, match="only float tensors can require gradients"):
+        randint(3, (2,), backend=backend).requires_grad = True
