@@ -35,7 +35,8 @@ from .adam import Adam
 from .checkpoint import load_checkpoint, save_checkpoint
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn
-from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, Sequential,
+from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleList,
+                          Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, nll_loss, softmax, tile, xavier_normal, xavier_uniform, zeros_init)
 from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabulary, bigram_counts, bigram_loss,
@@ -47,6 +48,8 @@ from .attention import (CausalSelfAttention, SoftmaxFun, attention_weights, fuse
 from .transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, LayerNormFun, Rsqrt, clip_grad_norm_,
                                     fused_layer_norm, gelu, gpt_init_, layer_norm, lr_schedule, rsqrt,
                                     weight_decay_groups)
+
+nn.Embedding, nn.LayerNorm, nn.GELU = Embedding, LayerNorm, GELU   # the later chapters' layers, where torch.nn has them
 
 __version__ = "0.1.0"
 
@@ -75,7 +78,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax", "softmax", "logsoftmax", "dropout", "nll_loss",
            "cross_entropy", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "zeros_init",
            "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
-           "Sequential",
+           "Sequential", "ModuleList",
            "shakespeare_plays", "names_list", "TextDataNotFoundError", "Vocabulary", "split_plays", "get_batch",
            "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "one_hot", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",

@@ -6,7 +6,7 @@
 __all__ = ['Parameter', 'Module']
 
 # %% ../nbs/01_module.ipynb #36f398ee
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 # %% ../nbs/01_module.ipynb #4da4e475
 class Parameter:
@@ -104,6 +104,13 @@ class Module:
             object.__setattr__(module, "training", False)
         return self
         # END SOLUTION
+
+    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+        "Call `fn` on every module below this one, children first, then on this one (as PyTorch); returns this module."
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         "The computation of this module; subclasses define it."

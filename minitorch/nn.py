@@ -10,11 +10,12 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
            'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'ValuesIndices', 'fans',
            'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d',
-           'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'Sequential']
+           'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList',
+           'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 from fastcore.basics import patch
@@ -647,21 +648,38 @@ class CrossEntropyLoss(Module):
         return cross_entropy(logits, labels, self.ignore_index, self.reduction)
 
 # %% ../nbs/41_nn.ipynb #027dd8b9
-class Sequential(Module):
-    "Modules applied one after the other; children are named '0', '1', ... as in PyTorch."
+class ModuleList(Module):
+    "Modules held in order, named '0', '1', ... as in PyTorch; indexed, iterated and appended to, never called."
 
-    def __init__(self, *modules: Module):
+    def __init__(self, modules: Iterable[Module] = ()):
         super().__init__()
-        for position, module in enumerate(modules):
-            setattr(self, str(position), module)
+        for module in modules:
+            self.append(module)
 
-    def forward(self, input: Any) -> Any:
-        for module in self.children():
-            input = module(input)
-        return input
+    def append(self, module: Module) -> "ModuleList":
+        "`module` added at the end."
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__} holds modules, got {type(module).__name__}")
+        setattr(self, str(len(self)), module)
+        return self
 
     def __getitem__(self, position: int) -> Module:
         return self.children()[position]
 
     def __len__(self) -> int:
-        return len(self.children())
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self.children())
+
+
+class Sequential(ModuleList):
+    "Modules applied one after the other; children are named '0', '1', ... as in PyTorch."
+
+    def __init__(self, *modules: Module):
+        super().__init__(modules)
+
+    def forward(self, input: Any) -> Any:
+        for module in self:
+            input = module(input)
+        return input

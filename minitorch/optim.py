@@ -20,12 +20,14 @@ def gradient_of(value: Any) -> Any:
     return getattr(value, "grad", None)
 
 
-def clear_gradients(parameters: Iterable[Parameter]) -> None:
-    "Forget the gradient stored on each parameter's value (`.derivative` or `.grad`)."
+def clear_gradients(parameters: Iterable[Parameter], set_to_none: bool = True) -> None:
+    "Forget the gradient stored on each parameter's value (`.derivative` or `.grad`): None, or zeros if not `set_to_none`."
     for parameter in parameters:
         for attribute in ("derivative", "grad"):
-            if hasattr(parameter.value, attribute):
-                setattr(parameter.value, attribute, None)
+            gradient = getattr(parameter.value, attribute, None)
+            if gradient is not None:
+                zero = gradient.zeros() if hasattr(gradient, "zeros") else 0.0
+                setattr(parameter.value, attribute, None if set_to_none else zero)
 
 
 class Optimizer:
@@ -34,9 +36,9 @@ class Optimizer:
     def __init__(self, parameters: Iterable[Parameter]):
         self.parameters = list(parameters)
 
-    def zero_grad(self) -> None:
-        "Forget every parameter's gradient, before the next backward pass."
-        clear_gradients(self.parameters)
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        "Forget every parameter's gradient, before the next backward pass (zeros instead of None if not `set_to_none`)."
+        clear_gradients(self.parameters, set_to_none)
 
     def step(self) -> None:
         "Move every parameter that has a gradient by the optimiser's rule: value <- value - change."
@@ -69,6 +71,6 @@ class SGD(Optimizer):
 
 
 @patch
-def zero_grad(self: Module) -> None:
+def zero_grad(self: Module, set_to_none: bool = True) -> None:
     "Forget the gradients of this module's parameters, its children's included (as `torch.nn.Module.zero_grad`)."
-    clear_gradients(self.parameters())
+    clear_gradients(self.parameters(), set_to_none)

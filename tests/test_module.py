@@ -96,3 +96,18 @@ def test_zero_grad_clears_every_parameter_of_the_tree():
     model.zero_grad()
     assert all(parameter.value.derivative is None for parameter in model.parameters())
     assert len(model.parameters()) == 7
+
+
+def test_apply_visits_every_module_children_first():
+    "model.apply(fn) calls fn on each module of the tree, children before their parent, as torch.nn.Module.apply."
+    torch = pytest.importorskip("torch")
+    ours, theirs = [], []
+    root = Root()
+    assert root.apply(lambda module: ours.append(type(module).__name__)) is root
+    twin = torch.nn.Module()
+    twin.branch = torch.nn.Module()
+    twin.branch.left, twin.branch.right, twin.head = torch.nn.Module(), torch.nn.Module(), torch.nn.Module()
+    twin.apply(lambda module: theirs.append(module))
+    assert len(ours) == len(theirs) == 5
+    assert ours == ["Leaf", "Leaf", "Branch", "Leaf", "Root"]
+    assert [id(module) for module in theirs].index(id(twin.branch)) == 2 and theirs[-1] is twin

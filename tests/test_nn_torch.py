@@ -210,3 +210,27 @@ def test_a_sequential_model_with_copied_weights(backend):
     their_loss.backward()
     for name, parameter in ours.named_parameters():
         close(parameter.value.grad, their_parameters[name].grad)
+
+
+@pytest.mark.task("4.5")
+def test_a_module_list_names_and_runs_as_torch(backend):
+    "ModuleList holds layers under PyTorch's names; a forward that loops over it gives PyTorch's values."
+    ours = minitorch.nn.ModuleList([minitorch.Linear(3, 3, backend=backend, seed=seed) for seed in range(2)])
+    ours.append(minitorch.nn.ReLU())
+    theirs = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(2)]).double()
+    theirs.append(torch.nn.ReLU())
+    their_parameters = dict(theirs.named_parameters())
+    assert [name for name, _ in ours.named_parameters()] == list(their_parameters) and len(ours) == len(theirs) == 3
+    for name, parameter in ours.named_parameters():
+        parameter.update(tensor(their_parameters[name].detach().numpy(), backend=backend))
+    values = np.random.default_rng(2).normal(size=(4, 3))
+    out, their_out = tensor(values, backend=backend), torch.tensor(values)
+    for layer, their_layer in zip(ours, theirs):
+        out, their_out = layer(out), their_layer(their_out)
+    close(out, their_out)
+    assert isinstance(ours[2], minitorch.nn.ReLU) and "(2): ReLU()" in repr(ours)
+    with pytest.raises(TypeError, match="ModuleList holds modules, got int"):
+        ours.append(3)
+    with pytest.raises(NotImplementedError):
+        ours(tensor(values, backend=backend))
+    assert minitorch.nn.Embedding is minitorch.Embedding and minitorch.nn.LayerNorm is minitorch.LayerNorm

@@ -139,3 +139,21 @@ def test_sgd_rejects_momentum_outside_unit_interval(momentum):
 def test_weight_decay_must_be_at_least_zero(optimizer_class, weight_decay):
     with pytest.raises(ValueError, match=f"weight_decay must be at least 0, got {weight_decay}"):
         optimizer_class([Parameter(Scalar(1.0))], lr=0.1, weight_decay=weight_decay)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_grad_set_to_none_as_torch(torch, backend):
+    "zero_grad() leaves None (PyTorch's default); set_to_none=False leaves zeros of the gradient's shape."
+    weight = Parameter(tensor([[1.0, 2.0]], backend=backend))
+    scalar = Parameter(Scalar(3.0))
+    optimizer = SGD([weight, scalar], lr=0.1)
+    (weight.value * weight.value).sum().backward()
+    (scalar.value * 2.0).backward()
+    optimizer.zero_grad(set_to_none=False)
+    assert weight.value.grad.tolist() == [[0.0, 0.0]] and scalar.value.derivative == 0.0
+    optimizer.zero_grad()
+    assert weight.value.grad is None and scalar.value.derivative is None
+    twin = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    (twin * twin).sum().backward()
+    torch.optim.SGD([twin], lr=0.1).zero_grad(set_to_none=False)
+    assert twin.grad.tolist() == [[0.0, 0.0]]
