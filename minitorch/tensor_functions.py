@@ -180,16 +180,15 @@ def __neg__(self: Tensor) -> Tensor: return Neg.apply(self)
 
 @patch
 def __pow__(self: Tensor, exponent: "Tensor | float") -> Tensor:
-    "`self ** exponent`: a whole number by repeated squaring (products, so `Mul` gives the gradient), else `Pow`."
+    "`self ** exponent`: a positive whole number by repeated squaring (products: `Mul` gives the gradient), else `Pow`."
     if isinstance(exponent, bool) or not isinstance(exponent, (numbers.Real, Tensor)):
         raise TypeError(f"tensor ** {exponent!r}: the exponent must be a number or a tensor")
-    if isinstance(exponent, Tensor) or exponent == 0 or not float(exponent).is_integer():
-        return Pow.apply(self, self._operand(exponent))   # x ** 0 is 1, nan included, and its gradient 0
-    if exponent < 0:
-        if not is_floating(self.dtype):
+    if isinstance(exponent, Tensor) or exponent <= 0 or not float(exponent).is_integer():
+        if not isinstance(exponent, Tensor) and exponent < 0 and float(exponent).is_integer() \
+                and not is_floating(self.dtype):
             raise TypeError(f"an {self.dtype} tensor ** {exponent}: integers to negative powers are not allowed "
                             f"(as in PyTorch); convert with .double() first")
-        return Inv.apply(self ** -exponent)
+        return Pow.apply(self, self._operand(exponent))   # x ** 0 is 1, nan included, and its gradient 0
     power, square, exponent = None, self, int(exponent)
     while exponent:
         if exponent & 1:

@@ -487,3 +487,16 @@ def test_setting_requires_grad_as_torch(backend):
     assert not weight.requires_grad
     with pytest.raises(TypeError, match="only float tensors can require gradients"):
         randint(3, (2,), backend=backend).requires_grad = True
+
+
+@pytest.mark.task("2.6")
+@pytest.mark.parametrize("exponent", [-1, -2, -3, 2, 3, 0])
+def test_whole_powers_at_the_edges_as_torch(backend, exponent):
+    "x ** n at 0, -0, the infinities and NaN: PyTorch's values and gradients (no 0 * inf from a chain of products)."
+    for dtype in sorted(DTYPES):
+        leaf, their_leaf, x, theirs = twins(backend, np.array(SPECIAL + [2.0, -3.0]), dtype, False)
+        ours_out, their_out = x ** exponent, theirs ** exponent
+        same(ours_out, their_out)
+        ours_out.backward(tensor(np.ones(7), backend=backend, dtype=leaf.dtype))
+        their_out.sum().backward()
+        same(leaf.grad, their_leaf.grad)
