@@ -499,7 +499,7 @@ blocked_matrix_multiply = njit(parallel=True, cache=True)(blocked_matrix_multipl
 
 # %% ../nbs/30_fast_ops.ipynb #5e51de5b
 MICRO_ROWS = 4
-"Output rows a tile covers: each row of `b` it loads serves all of them."
+"Output rows a tile covers (3 in a full float32 tile with AVX2): each row of `b` it loads serves all of them."
 TILE_BYTES = 4 * VECTOR_BYTES
 "Bytes of one row of a register tile: four of the widest vector registers (256 bytes with AVX-512, 128 with AVX2)."
 DEPTH_BLOCK = 128
@@ -532,6 +532,23 @@ def compiled_tile_columns(storage):  # unannotated: Numba matches an overload's 
     return lambda storage: columns
 
 
+def full_tile_rows(vector_bytes: int, itemsize: int) -> int:
+    "Rows of a full tile: 3 for float32 with 32-byte vectors (AVX2's 16 registers: 12 of sums, 4 to spare), else 4."
+    return 3 if vector_bytes == 32 and itemsize == 4 else MICRO_ROWS
+
+
+def full_rows(storage: Storage) -> int:
+    "Rows of a full tile over `storage`'s dtype on this processor (in compiled code, a constant of the dtype)."
+    return full_tile_rows(VECTOR_BYTES, storage.itemsize)
+
+
+@overload(full_rows)
+def compiled_full_rows(storage):  # unannotated, as `compiled_tile_columns`
+    "`full_rows` in compiled code: worked out from the dtype when the kernel is compiled."
+    rows = full_tile_rows(VECTOR_BYTES, storage.dtype.bitwidth // 8)
+    return lambda storage: rows
+
+
 @intrinsic
 def stack_tile(typing_context: Any, like: Any) -> tuple[Any, Callable[..., Any]]:
     "Room for MICRO_ROWS x tile_columns values of `like`'s dtype in the kernel's stack frame (uninitialised)."
@@ -544,6 +561,31 @@ def stack_tile(typing_context: Any, like: Any) -> tuple[Any, Callable[..., Any]]
     return numba.types.CPointer(dtype)(like), codegen
 
 
+@njit(fastmath=MICRO_KERNEL_MATH, inline="always")
+def four_rows_step(tile: np.ndarray, a_storage: Storage, a_rows: tuple[int, int, int, int], at: int,
+                   b_row: Storage, width: int) -> None:
+    "One step of a 4-row tile: each row's value of `a`, `at` past its start, times a row of `b`, added to its sums."
+    a0, a1, a2, a3 = (a_storage[np.uintp(a_rows[0] + at)], a_storage[np.uintp(a_rows[1] + at)],  # unsigned: no test
+                      a_storage[np.uintp(a_rows[2] + at)], a_storage[np.uintp(a_rows[3] + at)])  # for a negative index
+    for col in range(width):
+        tile[0, col] += a0 * b_row[col]
+        tile[1, col] += a1 * b_row[col]
+        tile[2, col] += a2 * b_row[col]
+        tile[3, col] += a3 * b_row[col]
+
+
+@njit(fastmath=MICRO_KERNEL_MATH, inline="always")
+def three_rows_step(tile: np.ndarray, a_storage: Storage, a_rows: tuple[int, int, int, int], at: int,
+                    b_row: Storage, width: int) -> None:
+    "One step of a 3-row tile, as `four_rows_step` (the fourth start in `a_rows` is not read)."
+    a0, a1, a2 = (a_storage[np.uintp(a_rows[0] + at)], a_storage[np.uintp(a_rows[1] + at)],
+                  a_storage[np.uintp(a_rows[2] + at)])
+    for col in range(width):
+        tile[0, col] += a0 * b_row[col]
+        tile[1, col] += a1 * b_row[col]
+        tile[2, col] += a2 * b_row[col]
+
+
 def tile_product_kernel(part: int) -> Callable[..., None]:
     "The tile function for 1/`part` of a tile's columns (`part` 0: any width, its sums then stay in memory)."
 
@@ -551,23 +593,19 @@ def tile_product_kernel(part: int) -> Callable[..., None]:
     def tile_product(out_storage: Storage, position: int, row_stride: int, col_stride: int, rows: int, add: bool,
                      a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
                      b_storage: Storage, b_start: int, b_step: int, depth: int, width: int) -> None:
-        "Store (add if `add`) at `position` the product of 4 rows of `a` and `depth` rows of `b`, `width` wide."
+        "Store (add if `add`) at `position` the product of a tile's rows of `a` and `depth` rows of `b`, `width` wide."
         if part:
             width = tile_columns(out_storage) // part  # a constant: the loops below have fixed bounds
-        tile = carray(stack_tile(out_storage), (MICRO_ROWS, tile_columns(out_storage)))
+        height = full_rows(out_storage) if part == 1 else MICRO_ROWS  # a constant too
+        tile = carray(stack_tile(out_storage), (height, tile_columns(out_storage)))
         tile[:, :] = 0
-        row0, row1, row2, row3 = a_rows
         for step in range(depth):
-            at = step * a_step
-            a0, a1, a2, a3 = (a_storage[np.uintp(row0 + at)], a_storage[np.uintp(row1 + at)],  # unsigned: no test
-                              a_storage[np.uintp(row2 + at)], a_storage[np.uintp(row3 + at)])  # for a negative index
             b_row = b_storage[b_start + step * b_step:]
-            for col in range(width):
-                tile[0, col] += a0 * b_row[col]
-                tile[1, col] += a1 * b_row[col]
-                tile[2, col] += a2 * b_row[col]
-                tile[3, col] += a3 * b_row[col]
-        for row in range(MICRO_ROWS):
+            if height == 3:
+                three_rows_step(tile, a_storage, a_rows, step * a_step, b_row, width)
+            else:
+                four_rows_step(tile, a_storage, a_rows, step * a_step, b_row, width)
+        for row in range(height):
             start = position + row * row_stride
             if row >= rows:  # a reread row of `a`: its sums are not stored
                 pass
@@ -630,13 +668,18 @@ def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: i
         first_col = 0
         while first_col < cols:
             width = tile_width(cols - first_col, full)
-            for row in range(0, rows, MICRO_ROWS):
-                block_rows = min(MICRO_ROWS, rows - row)
+            height = full_rows(out_storage) if width == full else MICRO_ROWS
+            for row in range(0, rows, height):
+                block_rows = min(height, rows - row)
                 a_rows = (a_first + row * a_row, a_first + (row + min(1, block_rows - 1)) * a_row,
                           a_first + (row + min(2, block_rows - 1)) * a_row, a_first + (row + min(3, block_rows - 1)) * a_row)
                 position, b_tile = out_start + row * out_row + first_col * out_col, b_first + first_col
-                if width == full and block_rows == MICRO_ROWS and out_col == 1 and not add:  # the usual case
-                    full_tile_product(out_storage, position, out_row, 1, MICRO_ROWS, False,
+                usual = width == full and block_rows == height and out_col == 1  # full, adjacent columns
+                if usual and not add:  # the usual tiles, their facts as constants: the first depth block stores
+                    full_tile_product(out_storage, position, out_row, 1, height, False,
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                elif usual:  # and the later ones add
+                    full_tile_product(out_storage, position, out_row, 1, height, True,
                                       a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
                 else:
                     edge_tile_product(out_storage, position, out_row, out_col, block_rows, add,

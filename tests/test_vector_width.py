@@ -94,6 +94,12 @@ def test_a_tile_row_is_four_of_the_widest_registers():
     assert fast_ops.TILE_BYTES == 4 * fast_ops.VECTOR_BYTES
 
 
+@pytest.mark.parametrize("vector_bytes, itemsize, rows", [(32, 4, 3), (32, 8, 4), (64, 4, 4), (64, 8, 4), (16, 4, 4)])
+def test_full_tiles_have_three_rows_only_for_float32_with_avx2(vector_bytes, itemsize, rows):
+    "AVX2's 16 registers hold 3 rows of 4 float32 vectors with room to spare; 4 rows would take them all."
+    assert fast_ops.full_tile_rows(vector_bytes, itemsize) == rows
+
+
 def without_avx512(features: str) -> str:
     "LLVM's feature list `features` with AVX-512 and what builds on it switched off: a processor with AVX2 at most."
     return ",".join(f"-{feature[1:]}" if feature[1:].startswith(("avx512", "avx10", "evex512")) else feature
@@ -106,9 +112,10 @@ def test_products_with_the_tiles_of_an_avx2_processor(tmp_path):
     env = environment_without_a_chosen_processor()
     env.update(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=without_avx512(fast_ops.get_host_cpu_features()),
                NUMBA_CACHE_DIR=str(tmp_path))
-    width = subprocess.run([sys.executable, "-c", "from minitorch import fast_ops; print(fast_ops.TILE_BYTES)"],
-                           env=env, capture_output=True, text=True, check=True)
-    assert width.stdout.strip() == "128"
+    tile = ("import numpy as np; from minitorch import fast_ops; "
+            "print(fast_ops.TILE_BYTES, *(fast_ops.full_rows(np.empty(1, t)) for t in (np.float32, np.float64)))")
+    width = subprocess.run([sys.executable, "-c", tile], env=env, capture_output=True, text=True, check=True)
+    assert width.stdout.strip() == "128 3 4"  # 128-byte tile rows; a full float32 tile of 3 rows, float64 of 4
     tiles = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "tiles_of_every_width",
                             str(Path(__file__).with_name("test_fast_kernels.py"))], env=env, capture_output=True, text=True)
     assert tiles.returncode == 0 and "\n14 passed" in tiles.stdout, tiles.stdout[-3000:]
