@@ -631,12 +631,23 @@ def tile_width(remaining: int, full: int) -> int:
 
 
 @njit(inline="always")
-def copy_row_of_b(copy: Storage, b_storage: Storage, b_shape: Shape, b_strides: Strides, row: int) -> None:
-    "Row `row` of `b` (its batch entries one after another) into the row-major `copy`, its columns read through their stride."
+def copy_row_into_strips(strips: Storage, b_storage: Storage, b_shape: Shape, b_strides: Strides, row: int,
+                         full: int) -> None:
+    "Row `row` of `b` (batch entries one after another) into `strips`: each tile's columns of `b`, all its rows, adjacent."
     depth, cols = b_shape[1], b_shape[2]
-    source, start = (row // depth) * b_strides[0] + (row % depth) * b_strides[1], row * cols
-    for col in range(cols):
-        copy[start + col] = b_storage[source + col * b_strides[2]]
+    batch, step = row // depth, row % depth
+    source, entry = batch * b_strides[0] + step * b_strides[1], batch * depth * cols
+    first_col = 0
+    while first_col < cols:  # strips as wide as the tiles that will read them
+        width = tile_width(cols - first_col, full)
+        start = entry + first_col * depth + step * width  # a strip holds `depth` rows of `width` values
+        if b_strides[2] == 1:  # adjacent columns: unsigned positions let the compiler copy whole vectors
+            for col in range(width):
+                strips[np.uintp(start + col)] = b_storage[np.uintp(source + first_col + col)]
+        else:
+            for col in range(width):
+                strips[start + col] = b_storage[source + (first_col + col) * b_strides[2]]
+        first_col += width
 
 
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
@@ -659,12 +670,12 @@ def edge_tile_product(out_storage: Storage, position: int, row_stride: int, col_
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
 def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: int, rows: int, cols: int,
                   a_storage: Storage, a_start: int, a_row: int, a_step: int,
-                  b_storage: Storage, b_start: int, b_step: int, depth: int) -> None:
-    "`rows` rows of a product, tile by tile: the rows of `a` from `a_start` times `depth` rows of `b` from `b_start`."
+                  strips: Storage, b_start: int, depth: int) -> None:
+    "`rows` rows of a product, tile by tile: the rows of `a` from `a_start` times the strips of a `b` from `b_start`."
     full = tile_columns(out_storage)
     for first_step in range(0, depth, DEPTH_BLOCK):
         block_depth, add = min(DEPTH_BLOCK, depth - first_step), first_step > 0
-        a_first, b_first = a_start + first_step * a_step, b_start + first_step * b_step
+        a_first = a_start + first_step * a_step
         first_col = 0
         while first_col < cols:
             width = tile_width(cols - first_col, full)
@@ -673,17 +684,18 @@ def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: i
                 block_rows = min(height, rows - row)
                 a_rows = (a_first + row * a_row, a_first + (row + min(1, block_rows - 1)) * a_row,
                           a_first + (row + min(2, block_rows - 1)) * a_row, a_first + (row + min(3, block_rows - 1)) * a_row)
-                position, b_tile = out_start + row * out_row + first_col * out_col, b_first + first_col
+                position = out_start + row * out_row + first_col * out_col
+                b_tile = b_start + first_col * depth + first_step * width  # its strip, from this depth block on
                 usual = width == full and block_rows == height and out_col == 1  # full, adjacent columns
                 if usual and not add:  # the usual tiles, their facts as constants: the first depth block stores
                     full_tile_product(out_storage, position, out_row, 1, height, False,
-                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
                 elif usual:  # and the later ones add
                     full_tile_product(out_storage, position, out_row, 1, height, True,
-                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
                 else:
                     edge_tile_product(out_storage, position, out_row, out_col, block_rows, add,
-                                      a_storage, a_rows, a_step, b_storage, b_tile, b_step, block_depth, width)
+                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
             first_col += width
 
 
@@ -692,20 +704,18 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
                                 b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: panels of rows on threads, tiles in registers."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
-    b_rows, b_batch_step, b_step = b_storage, b_strides[0], b_strides[1]
-    if b_strides[2] != 1:  # columns not adjacent (a transposed `b`): a row-major copy first, its rows shared out
-        b_rows, b_batch_step, b_step = np.empty(b_shape[0] * depth * cols, b_storage.dtype), depth * cols, cols
-        for row in prange(b_shape[0] * depth):
-            copy_row_of_b(b_rows, b_storage, b_shape, b_strides, row)
+    strips = np.empty(b_shape[0] * depth * cols, b_storage.dtype)  # `b` copied once, its rows shared out
+    for row in prange(b_shape[0] * depth):
+        copy_row_into_strips(strips, b_storage, b_shape, b_strides, row, tile_columns(out_storage))
     height = panel_height(out_shape[0], rows)
     panels = (rows + height - 1) // height
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * height
         a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
-        b_start = batch * b_batch_step if b_shape[0] > 1 else 0
+        b_start = batch * depth * cols if b_shape[0] > 1 else 0
         panel_product(out_storage, batch * out_strides[0] + first_row * out_strides[1], out_strides[1], out_strides[2],
                       min(height, rows - first_row), cols, a_storage, a_start, a_strides[1], a_strides[2],
-                      b_rows, b_start, b_step, depth)
+                      strips, b_start, depth)
 
 
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
