@@ -504,6 +504,8 @@ TILE_BYTES = 4 * VECTOR_BYTES
 "Bytes of one row of a register tile: four of the widest vector registers (256 bytes with AVX-512, 128 with AVX2)."
 DEPTH_BLOCK = 128
 "Inner-dimension steps per tile: the rows of `b` they read (128 rows of a tile's width) stay in the fastest caches while the whole panel reuses them."
+STRIPS_FROM_BYTES = 32 * 1024
+"A batch entry of `b` larger than this (a core's smallest data cache) is copied into strips; a smaller one is read in place."
 PANEL_ROWS = 32
 "Output rows of one parallel task, at most."
 PRODUCT_TASKS = 8
@@ -670,8 +672,8 @@ def edge_tile_product(out_storage: Storage, position: int, row_stride: int, col_
 @njit(fastmath=MICRO_KERNEL_MATH, cache=True)
 def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: int, rows: int, cols: int,
                   a_storage: Storage, a_start: int, a_row: int, a_step: int,
-                  strips: Storage, b_start: int, depth: int) -> None:
-    "`rows` rows of a product, tile by tile: the rows of `a` from `a_start` times the strips of a `b` from `b_start`."
+                  b_storage: Storage, b_start: int, b_step: int, depth: int, in_strips: bool) -> None:
+    "`rows` rows of a product, tile by tile: the rows of `a` from `a_start` times `b` from `b_start`, in strips or rows `b_step` apart."
     full = tile_columns(out_storage)
     for first_step in range(0, depth, DEPTH_BLOCK):
         block_depth, add = min(DEPTH_BLOCK, depth - first_step), first_step > 0
@@ -685,17 +687,20 @@ def panel_product(out_storage: Storage, out_start: int, out_row: int, out_col: i
                 a_rows = (a_first + row * a_row, a_first + (row + min(1, block_rows - 1)) * a_row,
                           a_first + (row + min(2, block_rows - 1)) * a_row, a_first + (row + min(3, block_rows - 1)) * a_row)
                 position = out_start + row * out_row + first_col * out_col
-                b_tile = b_start + first_col * depth + first_step * width  # its strip, from this depth block on
+                if in_strips:  # the tile's strip, from this depth block on
+                    b_tile, b_row_step = b_start + first_col * depth + first_step * width, width
+                else:
+                    b_tile, b_row_step = b_start + first_step * b_step + first_col, b_step
                 usual = width == full and block_rows == height and out_col == 1  # full, adjacent columns
                 if usual and not add:  # the usual tiles, their facts as constants: the first depth block stores
                     full_tile_product(out_storage, position, out_row, 1, height, False,
-                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_row_step, block_depth, width)
                 elif usual:  # and the later ones add
                     full_tile_product(out_storage, position, out_row, 1, height, True,
-                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_row_step, block_depth, width)
                 else:
                     edge_tile_product(out_storage, position, out_row, out_col, block_rows, add,
-                                      a_storage, a_rows, a_step, strips, b_tile, width, block_depth, width)
+                                      a_storage, a_rows, a_step, b_storage, b_tile, b_row_step, block_depth, width)
             first_col += width
 
 
@@ -704,18 +709,21 @@ def fast_matrix_multiply_kernel(out_storage: Storage, out_shape: Shape, out_stri
                                 b_storage: Storage, b_shape: Shape, b_strides: Strides) -> None:
     "Batched `out = a @ b` over 3-D tensors, broadcasting a batch size of 1: panels of rows on threads, tiles in registers."
     rows, cols, depth = out_shape[1], out_shape[2], a_shape[2]
-    strips = np.empty(b_shape[0] * depth * cols, b_storage.dtype)  # `b` copied once, its rows shared out
-    for row in prange(b_shape[0] * depth):
-        copy_row_into_strips(strips, b_storage, b_shape, b_strides, row, tile_columns(out_storage))
+    in_strips = b_strides[2] != 1 or depth * cols * b_storage.itemsize > STRIPS_FROM_BYTES
+    b_read, b_batch_step, b_step = b_storage, b_strides[0], b_strides[1]
+    if in_strips:  # `b` copied once, its rows shared out
+        b_read, b_batch_step = np.empty(b_shape[0] * depth * cols, b_storage.dtype), depth * cols
+        for row in prange(b_shape[0] * depth):
+            copy_row_into_strips(b_read, b_storage, b_shape, b_strides, row, tile_columns(out_storage))
     height = panel_height(out_shape[0], rows)
     panels = (rows + height - 1) // height
     for task in prange(out_shape[0] * panels):
         batch, first_row = task // panels, (task % panels) * height
         a_start = (batch * a_strides[0] if a_shape[0] > 1 else 0) + first_row * a_strides[1]
-        b_start = batch * depth * cols if b_shape[0] > 1 else 0
+        b_start = batch * b_batch_step if b_shape[0] > 1 else 0
         panel_product(out_storage, batch * out_strides[0] + first_row * out_strides[1], out_strides[1], out_strides[2],
                       min(height, rows - first_row), cols, a_storage, a_start, a_strides[1], a_strides[2],
-                      strips, b_start, depth)
+                      b_read, b_start, b_step, depth, in_strips)
 
 
 fast_matrix_multiply = njit(parallel=True, cache=True)(fast_matrix_multiply_kernel)
