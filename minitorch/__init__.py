@@ -22,8 +22,8 @@ from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage
                                    index_to_position, int64, result_dtype, shape_broadcast, strides_from_shape,
                                    to_index)
 from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend
-from .tensor import (History, Tensor, arange, full, linspace, multinomial, ones, ones_like, rand, randint, randn,
-                              tensor, zeros, zeros_like)
+from .tensor import (History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
+                              randint, randn, tensor, zeros, zeros_like)
 from .tensor_functions import (EQ, LT, Abs, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul,
                                         Mul, Neg, GetItem, Permute, ReLU, Sigmoid, Sqrt, Sum, View, grad_check, no_grad)
 from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
@@ -67,7 +67,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
            "SimpleBackend", "backend",
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
-           "linspace", "randint", "multinomial",
+           "linspace", "randint", "multinomial", "manual_seed",
            "Function", "Neg", "Inv", "Add", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
            "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "grad_check", "no_grad",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",

@@ -26,7 +26,7 @@ from .mnist_train import positive
 from .module import Module
 from .nn import Dropout, Linear, Sequential
 from .optim import Optimizer
-from .tensor import Tensor, tensor
+from .tensor import Seed, Tensor, random_generator, tensor
 from .tensor_data import as_dtype, float32, int64
 from .tensor_functions import no_grad
 from .tensor_indexing import Embedding, cat
@@ -149,7 +149,7 @@ def train(model: GPT, train_ids: np.ndarray, valid_batches: Sequence[tuple[Tenso
 
 # %% ../nbs/54_gpt.ipynb #65d7962c
 def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None = None,
-                rng: np.random.Generator | None = None) -> int:
+                rng: Seed = None) -> int:
     "An id drawn from one row of `logits` divided by `temperature`, among its `top_k` largest (all if None)."
     if temperature < 0 or (top_k is not None and top_k < 1):
         raise ValueError(f"sampling needs temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
@@ -161,7 +161,7 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
     if top_k is not None and top_k < len(scores):
         scores = np.where(scores < np.sort(scores)[-top_k], -np.inf, scores)
     probs = np.exp(scores - scores.max())
-    return int(np.random.default_rng(rng).choice(len(probs), p=probs / probs.sum()))
+    return int(random_generator(rng).choice(len(probs), p=probs / probs.sum()))
     # END SOLUTION
 
 # %% ../nbs/54_gpt.ipynb #72a71fa4
@@ -172,11 +172,11 @@ def ids_tensor(ids: Sequence[int], model: GPT) -> Tensor:
 
 @no_grad()
 def generate(model: GPT, prompt: Sequence[int], count: int, temperature: float = 1.0, top_k: int | None = None,
-             rng: int | np.random.Generator | None = None) -> list[int]:
+             rng: Seed = None) -> list[int]:
     "`count` ids after the non-empty `prompt`, each from a forward pass over the last `block_size` ids."
     if len(prompt) == 0:
         raise ValueError("generate needs a prompt of at least one id")
-    rng, ids = np.random.default_rng(rng), list(prompt)
+    rng, ids = random_generator(rng), list(prompt)
     model.eval()
     for _ in range(count):
         logits = model(ids_tensor(ids[-model.config.block_size:], model))
@@ -223,11 +223,11 @@ def cached_forward(model: GPT, ids: Tensor, cache: KVCache) -> Tensor:
 # %% ../nbs/54_gpt.ipynb #dd6a6863
 @no_grad()
 def generate_cached(model: GPT, prompt: Sequence[int], count: int, temperature: float = 1.0,
-                    top_k: int | None = None, rng: int | np.random.Generator | None = None) -> list[int]:
+                    top_k: int | None = None, rng: Seed = None) -> list[int]:
     "As `generate`, one new position per step through a `KVCache`; a full cache restarts from the last half."
     if len(prompt) == 0:
         raise ValueError("generate_cached needs a prompt of at least one id")
-    rng, ids, size = np.random.default_rng(rng), list(prompt), model.config.block_size
+    rng, ids, size = random_generator(rng), list(prompt), model.config.block_size
     model.eval()
     cache = KVCache(model.config.n_layer)
     logits = cached_forward(model, ids_tensor(ids[-size:], model), cache)

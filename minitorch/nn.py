@@ -26,7 +26,7 @@ from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_dev
                             on_cuda)
 from .cuda_ops import launch, map_launch
 from .module import Module
-from .tensor import Tensor, tensor
+from .tensor import Seed, Tensor, random_generator, tensor
 from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
 from .tensor_functions import Function
 from .tensor_indexing import gather, where
@@ -288,7 +288,7 @@ def logsoftmax(input: Tensor, dim: int) -> Tensor:
     # END SOLUTION
 
 # %% ../nbs/41_nn.ipynb #37062881
-def dropout(input: Tensor, rate: float, ignore: bool = False, rng: int | np.random.Generator | None = None) -> Tensor:
+def dropout(input: Tensor, rate: float, ignore: bool = False, rng: Seed = None) -> Tensor:
     "Each element zeroed with probability `rate`, the rest scaled by 1 / (1 - rate); `input` itself if `ignore`."
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"dropout rate must be between 0 and 1, got {rate}")
@@ -296,7 +296,7 @@ def dropout(input: Tensor, rate: float, ignore: bool = False, rng: int | np.rand
         return input
     if rate == 1.0:
         return input * 0.0
-    generator = np.random.default_rng(rng)
+    generator = random_generator(rng)
     if on_cuda(input):
         return input * cuda_dropout_mask(input, rate, generator)
     # BEGIN SOLUTION 4.4
@@ -449,47 +449,47 @@ def fans(shape: Sequence[int]) -> tuple[int, int]:
     return shape[1] * receptive_field, shape[0] * receptive_field
 
 
-def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
+def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
                    backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "Glorot-uniform weights: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
+    return tensor(random_generator(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
-def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
+def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
                   backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "Glorot-normal weights: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
-    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
+    return tensor(random_generator(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
-def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int | np.random.Generator | None = None,
+def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
                     backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "He-uniform weights for ReLU layers: U(-b, b) with b = gain * sqrt(3 / fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(3.0 / fan_in)
-    return tensor(np.random.default_rng(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
+    return tensor(random_generator(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
-def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: int | np.random.Generator | None = None,
+def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
                    backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "He-normal weights for ReLU layers: N(0, std^2) with std = gain / sqrt(fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
     std = gain / math.sqrt(fan_in)
-    return tensor(np.random.default_rng(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
+    return tensor(random_generator(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
     # END SOLUTION
 
 
-def zeros_init(shape: Sequence[int], gain: float = 1.0, rng: int | np.random.Generator | None = None,
+def zeros_init(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
                backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
     "All zeros (the default for biases); `gain` and `rng` are accepted so that every initialiser is called alike."
     return tensor(np.zeros(tuple(shape)), backend=backend, dtype=dtype)
@@ -625,10 +625,10 @@ class AvgPool2d(Module):
 class Dropout(Module):
     "`dropout` with probability `p` (PyTorch's name) in training mode; nothing in evaluation mode."
 
-    def __init__(self, p: float = 0.5, seed: int | None = None):
+    def __init__(self, p: float = 0.5, seed: Seed = None):
         super().__init__()
         self.p = p
-        self.rng = np.random.default_rng(seed)
+        self.rng = random_generator(seed)
 
     def forward(self, input: Tensor) -> Tensor:
         return dropout(input, self.p, ignore=not self.training, rng=self.rng)

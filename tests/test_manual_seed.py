@@ -1,0 +1,79 @@
+"""`manual_seed` as PyTorch's: unseeded draws repeat after it, seeded ones and generators are left alone."""
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minitorch
+from minitorch import manual_seed
+
+
+def unseeded_draws(backend) -> list:
+    "One draw of each constructor that takes a seed, given none."
+    weights = minitorch.tensor([[1.0, 2.0, 3.0], [3.0, 0.0, 1.0]], backend=backend)
+    return [minitorch.rand((2, 3), backend).tolist(), minitorch.randn(4, backend).tolist(),
+            minitorch.randint(0, 100, (5,), backend).tolist(), minitorch.multinomial(weights, 2).tolist()]
+
+
+@pytest.mark.task("2.1")
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**63 - 1))
+def test_unseeded_draws_repeat_after_the_same_seed(backend, seed):
+    manual_seed(seed)
+    first = unseeded_draws(backend)
+    manual_seed(seed)
+    assert unseeded_draws(backend) == first
+    assert unseeded_draws(backend) != first       # the shared generator moves on
+
+
+@pytest.mark.task("2.1")
+def test_the_shared_generator_is_restarted_in_place():
+    generator = manual_seed(3)
+    assert manual_seed(4) is generator             # whoever holds it sees the new seed
+    first = generator.random(3)
+    manual_seed(4)
+    np.testing.assert_array_equal(generator.random(3), first)
+    np.testing.assert_array_equal(np.random.default_rng(4).random(3), first)   # the seed means what NumPy's does
+
+
+@pytest.mark.task("2.1")
+def test_seeds_and_generators_given_are_not_the_shared_one():
+    manual_seed(0)
+    seeded = minitorch.rand(3, seed=5).tolist()
+    manual_seed(1)
+    assert minitorch.rand(3, seed=5).tolist() == seeded
+    mine = np.random.default_rng(9)
+    shared = manual_seed(2)
+    state = shared.bit_generator.state
+    minitorch.randn(3, seed=mine)
+    assert shared.bit_generator.state == state                                       # the shared one did not move
+    assert mine.bit_generator.state != np.random.default_rng(9).bit_generator.state  # the one given did
+
+
+@pytest.mark.task("2.1")
+@pytest.mark.parametrize("seed", [-1, 2.5, True, "0", None])
+def test_a_bad_seed_is_named(seed):
+    with pytest.raises(ValueError, match="manual_seed takes a whole number >= 0"):
+        manual_seed(seed)
+
+
+@pytest.mark.task("4.4")
+def test_dropout_and_initialisers_repeat_after_manual_seed():
+    x = minitorch.ones((4, 8))
+    layer = minitorch.Dropout(0.5)                 # made before the seed: it holds the shared generator
+    manual_seed(11)
+    first = (layer(x).tolist(), minitorch.dropout(x, 0.5).tolist(), minitorch.kaiming_uniform((3, 5)).tolist())
+    manual_seed(11)
+    assert (layer(x).tolist(), minitorch.dropout(x, 0.5).tolist(), minitorch.kaiming_uniform((3, 5)).tolist()) == first
+
+
+@pytest.mark.task("5.8")
+def test_sampling_repeats_after_manual_seed():
+    from minitorch.gpt import sample_next
+    logits = np.linspace(-1.0, 1.0, 20)
+    manual_seed(5)
+    first = [sample_next(logits) for _ in range(30)]
+    manual_seed(5)
+    assert [sample_next(logits) for _ in range(30)] == first and len(set(first)) > 1
