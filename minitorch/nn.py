@@ -8,10 +8,10 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d_backward', 'maxpool2d', 'block_maximum',
            'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
            'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
-           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'ValuesIndices', 'fans',
-           'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'Linear', 'Conv1d',
-           'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList',
-           'Sequential']
+           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'ValuesIndices',
+           'topk_order', 'topk', 'fans', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal',
+           'zeros_init', 'Linear', 'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout',
+           'CrossEntropyLoss', 'ModuleList', 'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -439,6 +439,33 @@ def min(self: Tensor, dim: int | None = None, keepdim: bool = False) -> "Tensor 
         return -(-self).max()
     largest = (-self).max(dim, keepdim)
     return ValuesIndices(-largest.values, largest.indices)
+
+# %% ../nbs/41_nn.ipynb #b7e2c411
+def topk_order(scores: np.ndarray, dim: int, largest: bool) -> np.ndarray:
+    "Positions along `dim` from the largest entry down (or the smallest up), ties by position; NaN counts as largest."
+    if scores.dtype.kind == "i":
+        return np.argsort(~scores if largest else scores, axis=dim, kind="stable")  # ~x is -x - 1: no overflow
+    nan = np.isnan(scores)
+    if largest:
+        return np.lexsort((np.where(nan, 0.0, -scores), ~nan), axis=dim)  # NaN first, then by value, descending
+    return np.argsort(scores, axis=dim, kind="stable")  # NumPy sorts NaN last
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> "ValuesIndices":
+    "The `k` largest (or smallest) entries along `dim` and their int64 positions, as `torch.topk`; always sorted."
+    dim = input._dim(dim)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= input.shape[dim]:
+        raise IndexingError(f"topk(): k={k!r} must be a whole number from 0 to {input.shape[dim]}, the size of dim "
+                            f"{dim} of the input of shape {input.shape}")
+    order = topk_order(input.detach().to_numpy(), dim, largest)
+    indices = tensor(np.take(order, np.arange(k), axis=dim), backend=input.backend, dtype=int64)
+    return ValuesIndices(gather(input, dim, indices), indices)
+
+
+@patch
+def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> "ValuesIndices":
+    "`topk(self, k, dim)` as a method, as `torch.Tensor.topk`."
+    return topk(self, k, dim, largest, sorted)
 
 # %% ../nbs/41_nn.ipynb #dde083a2
 def fans(shape: Sequence[int]) -> tuple[int, int]:
