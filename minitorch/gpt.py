@@ -258,7 +258,7 @@ def load_gpt(path: str | Path, backend: TensorBackend = FastBackend, dtype: obje
     sizes = {field.name: arrays.pop(f"config.{field.name}").item() for field in dataclasses.fields(GPTConfig)}
     vocab = Vocabulary("".join(chr(code) for code in arrays.pop("vocabulary")))
     model = GPT(GPTConfig(**sizes), backend=backend, dtype=dtype)
-    model.load_state_dict({name: tensor(array, backend=backend, dtype=dtype) for name, array in arrays.items()})
+    model.load_state_dict(arrays)  # each array copied into the model's backend and dtype
     return model, vocab
 
 # %% ../nbs/54_gpt.ipynb #4964696d

@@ -56,3 +56,28 @@ def test_non_strict_loading_ignores_names_only():
     assert target.first.bias.value.to_numpy().tolist() == [7.0, 7.0, 7.0]
     with pytest.raises(ValueError, match=r"wrong shape: first.bias \(model \(3,\), state \(2,\)\)"):
         target.load_state_dict({"first.bias": tensor([1.0, 2.0])}, strict=False)
+
+
+def test_values_are_copied_into_the_kind_the_parameter_holds():
+    import minitorch
+    target = Model().to(minitorch.float32)
+    state = Model(fill=0.5).state_dict()
+    target.load_state_dict({**state, "first.weight": np.full((2, 3), 0.25)})       # float64 tensors and an array
+    assert all(value.dtype == minitorch.float32 for value in target.state_dict().values())
+    assert target.first.weight.value.to_numpy().tolist() == [[0.25] * 3] * 2
+    assert target.first.bias.value._tensor._storage is not state["first.bias"]._tensor._storage
+    target.first.bias.value.to_numpy()                                               # a tensor, not an array
+    assert isinstance(target.first.weight.value, minitorch.Tensor) and target.first.weight.value.is_leaf()
+
+
+def test_scalar_parameters_take_numbers_and_zero_dim_arrays():
+    from minitorch import Scalar
+
+    class Line(Module):
+        def __init__(self):
+            super().__init__()
+            self.slope, self.offset = Parameter(Scalar(0.0)), Parameter(Scalar(0.0))
+
+    line = Line()
+    line.load_state_dict({"slope": np.array(2.5), "offset": Scalar(-1.0)})
+    assert isinstance(line.slope.value, Scalar) and line.slope.value.data == 2.5 and line.offset.value.data == -1.0
