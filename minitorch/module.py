@@ -34,11 +34,16 @@ class Module:
     def __init__(self) -> None:
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        self._modules.pop(name, None)
-        self._parameters.pop(name, None)
+        if name in self._buffers and not isinstance(value, (Parameter, Module)):
+            self._buffers[name] = value  # a buffer keeps its place with the new value, as in PyTorch
+            return
+        for registry in (self._modules, self._parameters, self._buffers):
+            registry.pop(name, None)
         if isinstance(value, Parameter):
             self._parameters[name] = value
         elif isinstance(value, Module):
@@ -52,13 +57,38 @@ class Module:
             return registry["_parameters"][name]
         if name in registry.get("_modules", {}):
             return registry["_modules"][name]
-        raise AttributeError(f"{type(self).__name__!r} has no attribute, parameter or child module {name!r}")
+        if name in registry.get("_buffers", {}):
+            return registry["_buffers"][name]
+        raise AttributeError(f"{type(self).__name__!r} has no attribute, parameter, child module or buffer {name!r}")
 
     def add_parameter(self, name: str, value: Any) -> Parameter:
         "Register `value` as a parameter called `name` and return it."
         parameter = Parameter(value, name)
         self._parameters[name] = parameter
         return parameter
+
+    def register_buffer(self, name: str, value: Any, persistent: bool = True) -> None:
+        "Keep `value` (a mask, running statistics) as state that is not trained, in `state_dict()` if `persistent`."
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: a buffer's name must be a non-empty string without dots, got {name!r}")
+        if name not in self._buffers and (name in self.__dict__ or name in self._parameters or name in self._modules):
+            raise KeyError(f"register_buffer: {type(self).__name__} already has an attribute {name!r}")
+        self._buffers[name] = value
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def named_buffers(self) -> list[tuple[str, Any]]:
+        "Every buffer of the tree with its dotted path, in the order of `named_parameters`."
+        named = list(self._buffers.items())
+        for child_name, child in self._modules.items():
+            named.extend((f"{child_name}.{name}", value) for name, value in child.named_buffers())
+        return named
+
+    def buffers(self) -> list[Any]:
+        "Every buffer of the tree."
+        return [value for _, value in self.named_buffers()]
 
     def children(self) -> list["Module"]:
         "The direct child modules."

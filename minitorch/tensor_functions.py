@@ -605,7 +605,7 @@ def long(self: Tensor) -> Tensor:
 
 @patch
 def to(self: Module, dtype: Any) -> Module:
-    "This module with every floating-point tensor parameter (and its gradient) converted to `dtype`, in place."
+    "This module with every floating-point tensor parameter (and its gradient) and buffer converted to `dtype`, in place."
     dtype = as_dtype(dtype)
     if not is_floating(dtype):
         raise TypeError(f"module.to({dtype}): a model's parameters convert to float32 or float64 only")
@@ -615,6 +615,10 @@ def to(self: Module, dtype: Any) -> Module:
             parameter.update(value.detach().to(dtype))
             if value.grad is not None:
                 parameter.value.grad = value.grad.to(dtype)
+    for module in [self, *self.modules()]:
+        for name, value in module._buffers.items():
+            if isinstance(value, Tensor) and is_floating(value.dtype) and value.dtype != dtype:
+                module._buffers[name] = value.to(dtype)
     return self
 
 
