@@ -21,7 +21,7 @@ from .module import Module
 from .tensor import Tensor, tensor
 from .tensor_data import IndexingError, TensorData, float64, index_view, int64, result_dtype, shape_broadcast
 from .tensor_functions import Function, basic_index
-from .tensor_ops import SimpleBackend, TensorBackend, index_bounds
+from .tensor_ops import SimpleBackend, TensorBackend, index_bounds, unset_output
 
 # %% ../nbs/25_tensor_indexing.ipynb #4ef48781
 def dim_key(dim: int, entry: slice | None) -> tuple:
@@ -82,7 +82,7 @@ class Cat(Function):
     @staticmethod
     def forward(ctx: Context, *tensors: Tensor, dim: int) -> Tensor:
         dtype = functools.reduce(result_dtype, (value.dtype for value in tensors))  # promoted as torch.cat does
-        out = tensors[0].zeros(joined_shape(tensors, dim), dtype)
+        out = unset_output(tensors[0], joined_shape(tensors, dim), dtype)   # the parts cover it whole
         parts = consecutive_slices([value.shape[dim] for value in tensors])
         for value, part in zip(tensors, parts):
             out.backend.id_map(value, _dim_view(out, dim, part))

@@ -214,6 +214,8 @@ def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
 
 def zip_output(a: "Tensor", b: "Tensor") -> "Tensor":
     "A new tensor of the shape `a` and `b` broadcast to, of the dtype they promote to."
+    if a.shape == b.shape and a.dtype == b.dtype:  # the usual case, answered without working it out
+        return unset_output(a, a.shape, a.dtype)
     return unset_output(a, shape_broadcast(a.shape, b.shape), result_dtype(a.dtype, b.dtype))
 
 

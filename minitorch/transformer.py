@@ -27,7 +27,7 @@ from .nn import Dropout, Linear
 from .tensor import Tensor, tensor
 from .tensor_data import Shape, Storage, Strides, TensorData, float32, float64, is_floating, result_dtype
 from .tensor_functions import Function
-from .tensor_indexing import Embedding, where
+from .tensor_indexing import Embedding, cat, where
 from .tensor_ops import TensorBackend, floating_map, unset_output
 
 # %% ../nbs/53_transformer.ipynb #4519fcb8
@@ -307,7 +307,8 @@ def fused_layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weigh
     dtype = functools.reduce(result_dtype, [value.dtype for value in (input, weight, bias) if value is not None])
     weight = input._new(TensorData(input.backend.storage.full(width, 1.0, dtype), (width,))) if weight is None else weight
     bias = input.zeros((width,), dtype=dtype) if bias is None else bias
-    weight, bias = (value.to(dtype).contiguous().view(width) for value in (weight, bias))
+    weight, bias = (value.to(dtype) for value in (weight, bias))
+    weight, bias = (value if value.dims == 1 else value.contiguous().view(width) for value in (weight, bias))  # as checked
     rows = input.to(dtype).contiguous().view(input.size // width, width)
     return LayerNormFun.apply(rows, weight, bias, eps=eps).view(*input.shape)
 
@@ -568,7 +569,8 @@ def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> Tensor:
     values = [parameter.value for parameter in parameters if getattr(parameter.value, "grad", None) is not None]
     if not values:
         return tensor([0.0])
-    total = sum((value.grad * value.grad).sum() for value in values[1:]) + (values[0].grad * values[0].grad).sum()
+    flat = cat([value.grad.contiguous().view(value.grad.size) for value in values])   # every entry, in one vector
+    total = (flat * flat).sum()
     norm = (total.log() * 0.5).exp()   # the square root, computed where the gradients are: nothing is copied
     scale = max_norm / (norm + 1e-6)
     scale = where(scale > 1.0, 1.0, scale)   # at most 1; a nan norm gives a nan scale, as in PyTorch
