@@ -42,7 +42,7 @@ def as_array(a: Tensor) -> np.ndarray:
 def from_array(values: np.ndarray, like: Tensor) -> Tensor:
     "A tensor over the row-major array `values` (no copy if it is in `like`'s dtype), on the backend of `like`."
     storage = np.ascontiguousarray(values, dtype=like.dtype).ravel()
-    return Tensor(TensorData(storage, values.shape), backend=like.backend)
+    return Tensor(TensorData(storage, values.shape, validate=False), backend=like.backend)  # agree: NumPy's own
 
 # %% ../nbs/40_conv.ipynb #24633d44
 @njit(parallel=True, cache=True)

@@ -235,7 +235,7 @@ class TensorData:
         # BEGIN SOLUTION 2.1
         shape = tuple(self.shape[dim] for dim in order)
         strides = tuple(self.strides[dim] for dim in order)
-        return TensorData(self._storage, shape, strides, self.offset)
+        return TensorData(self._storage, shape, strides, self.offset, validate=False)  # agrees, as this one does
         # END SOLUTION
 
     def to_string(self) -> str:

@@ -27,8 +27,8 @@ from .derivatives import central_difference
 from .module import Module
 from .tensor import STORAGE_VERSIONS, History, Tensor, full, saved_versions, tensor
 from .tensor_ops import TensorBackend, floating_map
-from .tensor_data import (IndexingError, TensorData, as_dtype, float32, float64, index_view, int64,
-                                   is_floating, shape_broadcast)
+from .tensor_data import (IndexingError, TensorData, as_dtype, checked_shape, float32, float64, index_view,
+                                   int64, is_floating, shape_broadcast)
 
 # %% ../nbs/23_tensor_functions.ipynb #de16504b
 class GradMode:
@@ -665,7 +665,8 @@ class View(Function):
             raise IndexingError(f"cannot view a tensor of shape {a.shape} ({a.size} elements) as {tuple(shape)} "
                                 f"({math.prod(shape)} elements)")
         ctx.save_for_backward(a.shape)
-        return a._new(TensorData(a._tensor._storage, shape, offset=a._tensor.offset))
+        # a row-major layout of as many elements as the input's fits its storage: only the shape's entries need checking
+        return a._new(TensorData(a._tensor._storage, checked_shape(shape), offset=a._tensor.offset, validate=False))
 
     @staticmethod
     def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
