@@ -505,6 +505,7 @@ class TensorBackend:
         self.exp_map = floating_map(ops.map(operators.exp), self.id_map)
         self.inv_map = floating_map(ops.map(operators.inv), self.id_map)
         self.add_zip = ops.zip(operators.add)
+        self.sub_zip = ops.zip(operators.sub)
         self.mul_zip = ops.zip(operators.mul)
         self.lt_zip = ops.zip(operators.lt)
         self.eq_zip = ops.zip(operators.eq)
