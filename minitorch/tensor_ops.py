@@ -275,6 +275,10 @@ def index_bounds(index: "Tensor") -> tuple[int, int]:
     known = getattr(data._storage, "id_range", None)
     if known is not None and math.prod(size for size, _ in own) == len(data._storage):
         return known  # every uploaded id, measured on the host before the upload
+    if isinstance(data._storage, np.ndarray):  # on the host already: NumPy reads them in place
+        ids = np.lib.stride_tricks.as_strided(data._storage[data.offset:], [size for size, _ in own],
+                                              [step * data._storage.itemsize for _, step in own], writeable=False)
+        return int(ids.min()), int(ids.max())
     distinct = index._new(TensorData(data._storage, tuple(size for size, _ in own) or (1,),
                                      tuple(step for _, step in own) or (1,), data.offset, validate=False))
     flat = index._new(TensorData(backend.id_map(distinct)._tensor._storage, (distinct.size,), validate=False))
