@@ -157,15 +157,26 @@ def chunk_bounds(chunk: int, chunks: int, size: int) -> tuple[int, int]:
 
 
 @njit(inline="always")
-def next_line(index: Index, shape: Shape, first_dim: int) -> None:
-    "Move `index` to the first element of the next line: dims from `first_dim` on back to 0, the dims before counted up by one."
-    for dim in range(first_dim, len(shape)):
-        index[dim] = 0
-    for dim in range(first_dim - 1, -1, -1):  # an odometer: a dim that overflows goes back to 0 and carries one
-        index[dim] += 1
-        if index[dim] < shape[dim]:
-            return
-        index[dim] = 0
+def next_line(index: Index, shape: Shape, first_dim: int) -> int:
+    "Move `index` to the next line's start (an odometer over the dims before `first_dim`); return the dim it counted up."
+    dim = first_dim - 1  # there must be a next line: some dim before first_dim is below its last value
+    while index[dim] == shape[dim] - 1:
+        index[dim] = 0  # it overflows: back to 0, and the dim before it counts up
+        dim -= 1
+    index[dim] += 1
+    return dim
+
+
+@njit(inline="always")
+def line_jumps(out_shape: Shape, shape: Shape, strides: Strides, first_dim: int) -> np.ndarray:
+    "How far a tensor broadcast to `out_shape` moves from a line's start to the next's, by the dim `next_line` counted up."
+    jumps = np.empty(len(out_shape), dtype=np.int64)  # not np.zeros: in a parallel kernel, that is a parallel loop
+    back = 0  # how far the dims after `dim` (and before `first_dim`) move back when they all return to 0
+    for dim in range(len(out_shape) - 1, -1, -1):
+        stride = broadcast_stride(out_shape, shape, strides, dim) if dim < first_dim else 0  # a line's own dims: 0
+        jumps[dim] = stride - back
+        back += (out_shape[dim] - 1) * stride
+    return jumps
 
 
 @njit(inline="always")
@@ -299,21 +310,28 @@ def tensor_map(fn: Callable[[float], float]) -> MapKernel:
             first_dim = max(line_start(out_shape, out_shape, out_strides), line_start(out_shape, in_shape, in_strides))
             length = shape_size(out_shape[first_dim:])  # a line: the last dims from first_dim on, one fixed step each
             out_step, in_step = line_step(out_shape, out_shape, out_strides), line_step(out_shape, in_shape, in_strides)
+            out_jumps = line_jumps(out_shape, out_shape, out_strides, first_dim)
+            in_jumps = line_jumps(out_shape, in_shape, in_strides, first_dim)
             chunks = chunk_count(size)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 in_index = np.empty(len(in_shape), dtype=np.int64)
                 ordinal, stop = chunk_bounds(chunk, chunks, size)
-                to_index(ordinal, out_shape, out_index)  # once per chunk: later lines come from next_line
-                count = min(length - ordinal % length, stop - ordinal)  # the first line may start part-way
-                while ordinal < stop:  # the chunk's stretch of each line it meets
-                    broadcast_index(out_index, out_shape, in_shape, in_index)
-                    out_position = index_to_position(out_index, out_strides)
-                    in_position = index_to_position(in_index, in_strides)
-                    map_line(fn, out_storage, out_position, out_step, in_storage, in_position, in_step, count)
+                offset = ordinal % length  # the first line may start part-way
+                to_index(ordinal - offset, out_shape, out_index)  # once per chunk: later lines come from next_line
+                broadcast_index(out_index, out_shape, in_shape, in_index)
+                out_position = index_to_position(out_index, out_strides)  # of the line's first element
+                in_position = index_to_position(in_index, in_strides)
+                count = min(length - offset, stop - ordinal)
+                while True:  # the chunk's stretch of each line it meets
+                    map_line(fn, out_storage, out_position + offset * out_step, out_step,
+                             in_storage, in_position + offset * in_step, in_step, count)
                     ordinal += count
-                    next_line(out_index, out_shape, first_dim)
-                    count = min(length, stop - ordinal)
+                    if ordinal == stop:
+                        break
+                    dim = next_line(out_index, out_shape, first_dim)
+                    out_position, in_position = out_position + out_jumps[dim], in_position + in_jumps[dim]
+                    offset, count = 0, min(length, stop - ordinal)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(map_kernel)
@@ -339,25 +357,34 @@ def tensor_zip(fn: Callable[[float, float], float]) -> ZipKernel:
             length = shape_size(out_shape[first_dim:])  # a line: the last dims from first_dim on, one fixed step each
             out_step = line_step(out_shape, out_shape, out_strides)
             a_step, b_step = line_step(out_shape, a_shape, a_strides), line_step(out_shape, b_shape, b_strides)
+            out_jumps = line_jumps(out_shape, out_shape, out_strides, first_dim)
+            a_jumps = line_jumps(out_shape, a_shape, a_strides, first_dim)
+            b_jumps = line_jumps(out_shape, b_shape, b_strides, first_dim)
             chunks = chunk_count(size)
             for chunk in prange(chunks):
                 out_index = np.empty(len(out_shape), dtype=np.int64)
                 a_index = np.empty(len(a_shape), dtype=np.int64)
                 b_index = np.empty(len(b_shape), dtype=np.int64)
                 ordinal, stop = chunk_bounds(chunk, chunks, size)
-                to_index(ordinal, out_shape, out_index)  # once per chunk: later lines come from next_line
-                count = min(length - ordinal % length, stop - ordinal)  # the first line may start part-way
-                while ordinal < stop:  # the chunk's stretch of each line it meets
-                    broadcast_index(out_index, out_shape, a_shape, a_index)
-                    broadcast_index(out_index, out_shape, b_shape, b_index)
-                    out_position = index_to_position(out_index, out_strides)
-                    a_position = index_to_position(a_index, a_strides)
-                    b_position = index_to_position(b_index, b_strides)
-                    zip_line(fn, out_storage, out_position, out_step, a_storage, a_position, a_step,
-                             b_storage, b_position, b_step, count)
+                offset = ordinal % length  # the first line may start part-way
+                to_index(ordinal - offset, out_shape, out_index)  # once per chunk: later lines come from next_line
+                broadcast_index(out_index, out_shape, a_shape, a_index)
+                broadcast_index(out_index, out_shape, b_shape, b_index)
+                out_position = index_to_position(out_index, out_strides)  # of the line's first element
+                a_position = index_to_position(a_index, a_strides)
+                b_position = index_to_position(b_index, b_strides)
+                count = min(length - offset, stop - ordinal)
+                while True:  # the chunk's stretch of each line it meets
+                    zip_line(fn, out_storage, out_position + offset * out_step, out_step,
+                             a_storage, a_position + offset * a_step, a_step,
+                             b_storage, b_position + offset * b_step, b_step, count)
                     ordinal += count
-                    next_line(out_index, out_shape, first_dim)
-                    count = min(length, stop - ordinal)
+                    if ordinal == stop:
+                        break
+                    dim = next_line(out_index, out_shape, first_dim)
+                    out_position, a_position = out_position + out_jumps[dim], a_position + a_jumps[dim]
+                    b_position += b_jumps[dim]
+                    offset, count = 0, min(length, stop - ordinal)
         # END SOLUTION
 
     return njit(parallel=True, cache=True)(zip_kernel)

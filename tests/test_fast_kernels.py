@@ -146,6 +146,24 @@ def test_permuted_copies_over_many_chunks(outer, last, order, rand):
     np.testing.assert_array_equal(as_numpy(out), as_numpy(source) + as_numpy(b))
 
 
+@few_examples
+@given(st.data())
+def test_line_jumps_move_to_each_lines_first_element(draw):
+    "Walking the lines with `next_line` and `line_jumps` reaches the positions chapter 2's index arithmetic gives."
+    small, big = draw.draw(broadcast_shapes())
+    out_shape = np.array(shape_broadcast(small, big))
+    data = draw.draw(tensor_data(small))
+    first_dim = draw.draw(st.integers(0, len(out_shape)))
+    jumps = fast_ops.line_jumps(out_shape, data._shape, data._strides, first_dim)
+    out_index, index = np.zeros(len(out_shape), dtype=np.int64), np.zeros(len(small), dtype=np.int64)
+    position, lines = 0, int(np.prod(out_shape[:first_dim]))
+    for line in range(lines):
+        tensor_ops.broadcast_index(out_index, out_shape, data._shape, index)
+        assert position == tensor_ops.index_to_position(index, data._strides), (line, out_index)
+        if line < lines - 1:
+            position += jumps[fast_ops.next_line(out_index, out_shape, first_dim)]
+
+
 def test_line_start_finds_the_dims_a_tensor_walks_with_one_step():
     def start(out_shape, data):
         return fast_ops.line_start(np.array(out_shape), data._shape, data._strides)
