@@ -30,7 +30,7 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
 .PHONY: help venv lab-settings lab test sync pytest nbtest roundtrip learner-loop exercises check solution export clean-nbs hooks bench e2e html tour-images \
-	cuda-compile bench-gpu browser-tools
+	cuda-compile bench-gpu bench-training browser-tools
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
@@ -41,6 +41,7 @@ help:
 	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
+	@echo "make bench-training      python -m minitorch.gpt, then the same training in PyTorch: times and losses (5 min)"
 	@echo "make cuda-compile        compile every CUDA kernel for sm_75/80/90 with NVIDIA's compiler (no GPU needed)"
 	@echo "make bench-gpu           time the CUDA backend against the fast CPU backend and PyTorch (needs a GPU)"
 	@echo "make e2e                 run every notebook, flagged cells too, in JupyterLab in headless Chromium;"
@@ -118,6 +119,9 @@ hooks: $(STAMP)
 bench: $(STAMP)
 	@# OPENBLAS_CORETYPE/L2_SIZE (set on some machines here) slow NumPy down: unset them for a fair comparison
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python tools/bench/benchmark.py $(BENCH_FLAGS)
+
+bench-training: $(STAMP)
+	$(BIN)/python tools/bench/gpt_training.py
 
 $(CUDA_STAMP): setup.py settings.ini
 	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)

