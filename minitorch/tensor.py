@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'Seed', 'SHARED_GENERATOR', 'History', 'storage_version', 'saved_versions', 'Tensor',
-           'manual_seed', 'random_generator', 'nested_shape', 'tensor', 'zeros', 'full', 'ones', 'rand', 'zeros_like',
-           'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
+           'manual_seed', 'random_generator', 'nested_shape', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand',
+           'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
@@ -87,6 +87,11 @@ class Tensor:
         return self.dims
 
     @property
+    def ndim(self) -> int:
+        "The number of dimensions, PyTorch's (and NumPy's) attribute for `dims`."
+        return self.dims
+
+    @property
     def dtype(self) -> np.dtype:
         "The number type of the elements: `float64`, `float32` or `int64`."
         return self._tensor.dtype
@@ -138,6 +143,12 @@ class Tensor:
         if self.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: use .all() or .item()")
         return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())  # float(loss), as in PyTorch: one element only
+
+    def __int__(self) -> int:
+        return int(self.item())
 
     __hash__ = object.__hash__  # hashed by identity: `==` (next notebook) compares elementwise
 
@@ -295,6 +306,14 @@ def _as_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return checked_shape((shape,) if isinstance(shape, (int, np.integer)) else shape)
 
 
+def storage_kind(backend: TensorBackend) -> Any:
+    "`backend`'s storage kind, or a TypeError naming what came instead (`zeros(2, 3)` passes 3 as the backend)."
+    if not hasattr(backend, "storage"):
+        hint = ": a shape of several sizes is one tuple, (2, 3) rather than 2, 3" if isinstance(backend, numbers.Number) else ""
+        raise TypeError(f"backend must be a TensorBackend such as SimpleBackend or FastBackend, got {backend!r}{hint}")
+    return backend.storage
+
+
 def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
            dtype: Any = None) -> Tensor:
     "A tensor holding a copy of `data` (a number, nested lists of numbers, a NumPy array) as `dtype`."
@@ -307,7 +326,7 @@ def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: boo
     else:
         shape, values = nested_shape(data) or (1,), np.array(data, dtype=float64 if dtype is None else None).ravel()
     values = stored_array(values) if dtype is None else values.astype(as_dtype(dtype), copy=False)  # float32/64 keep theirs
-    return _made(backend.storage.from_host(values), shape, backend, requires_grad)
+    return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
 def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires_grad: bool) -> Tensor:
@@ -319,7 +338,7 @@ def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, re
           dtype: Any = float64) -> Tensor:
     "A tensor of `shape` filled with 0."
     shape = _as_shape(shape)
-    return _made(backend.storage.zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
+    return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
 def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend = SimpleBackend,
@@ -330,7 +349,7 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend =
         raise TypeError(f"fill_value must be a number, got {fill_value!r} of type {type(fill_value).__name__}")
     if not is_floating(dtype) and not (math.isfinite(fill_value) and float(fill_value).is_integer()):
         raise TypeError(f"fill_value {fill_value!r} is not a whole number: dtype {dtype} cannot hold it")
-    return _made(backend.storage.full(math.prod(shape), fill_value, dtype), shape, backend, requires_grad)
+    return _made(storage_kind(backend).full(math.prod(shape), fill_value, dtype), shape, backend, requires_grad)
 
 
 def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
@@ -346,7 +365,7 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
     if not is_floating(dtype):
         raise TypeError(f"{what}: dtype {dtype} cannot hold them, use float32 or float64")
     values = draw(random_generator(seed), math.prod(shape)).astype(dtype)
-    return _made(backend.storage.from_host(values), shape, backend, requires_grad)
+    return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
 def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
@@ -380,7 +399,7 @@ def arange(start: float, end: float | None = None, step: float = 1, backend: Ten
     if dtype is None:
         dtype = int64 if all(isinstance(number, numbers.Integral) for number in numbers_given) else float64
     values = np.arange(start, end, step).astype(as_dtype(dtype))
-    return _made(backend.storage.from_host(values), values.shape, backend, requires_grad)
+    return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, backend: TensorBackend = SimpleBackend,
@@ -391,7 +410,7 @@ def linspace(start: float, end: float, steps: int, backend: TensorBackend = Simp
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"linspace's steps must be a whole number >= 0, got {steps!r}")
     values = np.linspace(start, end, int(steps)).astype(as_dtype(dtype))
-    return _made(backend.storage.from_host(values), values.shape, backend, requires_grad)
+    return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
 def randn(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
@@ -411,7 +430,7 @@ def randint(low: int, high: int | Sequence[int] | None = None, size: int | Seque
         raise ValueError(f"randint needs whole numbers low < high, got low={low!r}, high={high!r}")
     shape = _as_shape(size)
     values = random_generator(seed).integers(low, high, size=shape).astype(as_dtype(dtype))
-    return _made(backend.storage.from_host(values.reshape(-1)), shape, backend, False)
+    return _made(storage_kind(backend).from_host(values.reshape(-1)), shape, backend, False)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, seed: Seed = None) -> Tensor:

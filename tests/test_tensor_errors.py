@@ -105,3 +105,25 @@ def test_view_with_a_wrong_minus_one(backend):
         x.view(4, -1)
     with pytest.raises(IndexingError, match=r"batch sizes|broadcast"):
         rand((2, 3, 2, 2), backend=backend) @ rand((4, 3, 2, 2), backend=backend)
+
+
+@pytest.mark.parametrize("make", ["zeros", "ones", "rand", "randn", "tensor", "arange", "randint"])
+def test_a_size_where_the_backend_goes_is_named(backend, make):
+    "PyTorch's `zeros(2, 3)` passes 3 where classic MiniTorch's signature takes the backend: the error says so."
+    import minitorch
+    first = {"tensor": [1.0], "arange": 0, "randint": 0}.get(make, 2)
+    arguments = {"arange": (0, 4, 1, 3), "randint": (0, 4, (2,), 3)}.get(make, (first, 3))
+    with pytest.raises(TypeError, match=r"backend must be a TensorBackend .* got 3: a shape of several sizes is one tuple"):
+        getattr(minitorch, make)(*arguments)
+    with pytest.raises(TypeError, match=r"backend must be a TensorBackend .* got 'fast'$"):
+        getattr(minitorch, make)(*arguments[:-1], backend="fast")
+    assert getattr(minitorch, make)(*arguments[:-1], backend=backend).backend is backend
+
+
+def test_float_and_int_of_a_tensor_need_one_element(backend):
+    assert float(tensor([2.5], backend=backend)) == 2.5 and int(tensor([[7.9]], backend=backend)) == 7
+    total = rand((2, 3), backend=backend, seed=0).sum()
+    assert float(total) == total.item() == pytest.approx(rand((2, 3), seed=0).to_numpy().sum())
+    for convert in (float, int):
+        with pytest.raises(ValueError, match=r"one element, this one has shape \(2,\)"):
+            convert(tensor([1.0, 2.0], backend=backend))
