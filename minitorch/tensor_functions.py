@@ -852,49 +852,70 @@ def _dim(self: Tensor, dim: int) -> int:
 
 
 @patch
-def _drop_dim(self: Tensor, reduced: Tensor, dim: int, keepdim: bool) -> Tensor:
-    "`reduced` with the size-1 dim `dim` removed unless `keepdim` (a 1-D result keeps shape (1,))."
-    if keepdim or reduced.dims == 1:
-        return reduced
-    dim = self._dim(dim)
-    return reduced.view(*reduced.shape[:dim], *reduced.shape[dim + 1:])
+def _dims(self: Tensor, dim: int | Sequence[int]) -> tuple[int, ...]:
+    "One dim or a tuple of them (as PyTorch's reductions take), each checked by `_dim`, in increasing order."
+    dims = sorted(self._dim(one) for one in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    if not dims or len(set(dims)) < len(dims):
+        raise IndexingError(f"dims {dim!r} must name at least one dim, each once (tensor of shape {self.shape})")
+    return tuple(dims)
 
 
 @patch
-def sum(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
-    "The sum over `dim` (kept with size 1 unless `keepdim=False`), or over everything (shape (1,))."
+def _drop_dim(self: Tensor, reduced: Tensor, dim: int | Sequence[int], keepdim: bool) -> Tensor:
+    "`reduced` with its size-1 dim (or dims) `dim` removed unless `keepdim`; a result with none left has shape (1,)."
+    if keepdim:
+        return reduced
+    dims = self._dims(dim)
+    kept = tuple(size for one, size in enumerate(reduced.shape) if one not in dims) or (1,)
+    return reduced if kept == reduced.shape else reduced.view(*kept)
+
+
+@patch
+def _count(self: Tensor, dim: int | Sequence[int] | None) -> int:
+    "How many elements each result of a reduction over `dim` (None: everything) combines."
+    return self.size if dim is None else math.prod(self.shape[one] for one in self._dims(dim))
+
+
+@patch
+def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+    "The sum over `dim` or a tuple of dims (each kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
     if dim is None:
         return Sum.apply(self.contiguous().view(self.size), dim=0)
-    return self._drop_dim(Sum.apply(self, dim=self._dim(dim)), dim, keepdim)
+    total = self
+    for one in self._dims(dim):
+        total = Sum.apply(total, dim=one)
+    return self._drop_dim(total, dim, keepdim)
 
 
 @patch
-def mean(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
-    "The mean over `dim` (kept with size 1 unless `keepdim=False`), or over everything (shape (1,))."
-    count = self.size if dim is None else self.shape[self._dim(dim)]
+def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+    "The mean over `dim` or a tuple of dims (kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
+    count = self._count(dim)
     return self.sum(dim, keepdim) * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
 
 
 @patch
-def var(self: Tensor, dim: int | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+def var(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
     "The variance over `dim` (kept unless `keepdim=False`) or everything: squares summed, over count - correction."
     centred = self - self.mean(dim)
-    count = self.size if dim is None else self.shape[self._dim(dim)]
-    return (centred * centred).sum(dim, keepdim) / float(max(count - correction, 0))  # 0: inf or nan
+    return (centred * centred).sum(dim, keepdim) / float(max(self._count(dim) - correction, 0))  # 0: inf or nan
 
 
 @patch
-def std(self: Tensor, dim: int | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+def std(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
     "The standard deviation over `dim` or everything: the square root of `var`."
     return self.var(dim, keepdim, correction).sqrt()
 
 
 @patch
-def all(self: Tensor, dim: int | None = None, keepdim: bool = True) -> Tensor:
+def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
     "1.0 where every element over `dim` (or over everything) is non-zero, else 0.0."
     if dim is None:
         return All.apply(self.contiguous().view(self.size), dim=0)
-    return self._drop_dim(All.apply(self, dim=self._dim(dim)), dim, keepdim)
+    every = self
+    for one in self._dims(dim):
+        every = All.apply(every, dim=one)
+    return self._drop_dim(every, dim, keepdim)
 
 # %% ../nbs/23_tensor_functions.ipynb #5a48cc9b
 @patch

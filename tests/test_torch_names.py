@@ -63,6 +63,33 @@ def test_sqrt_and_abs_as_torch(backend, shape, dtype, permuted, name, seed):
     same(leaf.grad, their_leaf.grad)
 
 
+@settings(max_examples=30)
+@given(st.data(), shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.booleans(), st.integers(0, 2**16))
+def test_reductions_over_a_tuple_of_dims_as_torch(backend, data, shape, dtype, permuted, keepdim, seed):
+    "`sum`, `mean`, `var` and `std` over several dims, as `x.mean((0, 2))`: values, shapes and gradients."
+    dims = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True))
+    dims = tuple(dim - len(shape) if data.draw(st.booleans()) else dim for dim in dims)   # negative ones too
+    tolerance = {"rtol": 1e-5, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-12}
+    for name in ("sum", "mean", "var", "std"):
+        leaf, their_leaf, x, theirs = twins(backend, np.random.default_rng(seed).normal(size=shape), dtype, permuted)
+        ours_out, their_out = getattr(x, name)(dims, keepdim=keepdim), getattr(theirs, name)(dims, keepdim=keepdim)
+        assert ours_out.shape == (tuple(their_out.shape) or (1,)) and ours_out.dtype == leaf.dtype, (name, dims)
+        np.testing.assert_allclose(ours_out.to_numpy().ravel(), their_out.detach().numpy().ravel(), **tolerance)
+        weights = np.random.default_rng(seed + 1).normal(size=ours_out.shape)
+        (ours_out * tensor(weights, backend=backend, dtype=leaf.dtype)).sum().backward()
+        (their_out * torch.tensor(weights, dtype=DTYPES[dtype][1]).reshape(their_out.shape)).sum().backward()
+        np.testing.assert_allclose(leaf.grad.to_numpy(), their_leaf.grad.numpy(), **tolerance)
+
+
+def test_a_tuple_of_dims_with_a_repeat_or_none_is_refused(backend):
+    x = tensor(np.ones((2, 3)), backend=backend)
+    for dims in ((0, -2), (), [1, 1]):
+        with pytest.raises(IndexingError, match=r"must name at least one dim, each once \(tensor of shape \(2, 3\)\)"):
+            x.sum(dims)
+    with pytest.raises(IndexingError, match=r"dim 2 is out of range for a tensor of shape \(2, 3\)"):
+        x.mean((0, 2))
+
+
 @pytest.mark.task("2.6")
 def test_sqrt_and_abs_of_int_tensors_and_python_abs(backend):
     ids = tensor([-9, 0, 4], backend=backend, dtype=minitorch.int64)
