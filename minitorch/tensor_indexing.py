@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Cat', 'cat', 'stack', 'split', 'chunk', 'Where', 'where', 'masked_fill', 'tril', 'triu', 'Gather', 'gather',
-           'IndexSelect', 'index_select', 'Embedding']
+           'IndexSelect', 'index_select', 'listed_ids', 'Embedding']
 
 # %% ../nbs/25_tensor_indexing.ipynb #b9778cdb
 import functools
@@ -18,7 +18,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .module import Module
-from .tensor import Tensor, tensor
+from .tensor import Tensor, nested_shape, tensor
 from .tensor_data import IndexingError, TensorData, float64, index_view, int64, result_dtype, shape_broadcast
 from .tensor_functions import Function, basic_index
 from .tensor_ops import SimpleBackend, TensorBackend, index_bounds, unset_output
@@ -369,10 +369,20 @@ def index_by_tensor(a: Tensor, entries: tuple) -> Tensor:
     return index_select(a, dim, flat).view(*a.shape[:dim], *ids.shape, *a.shape[dim + 1:])
 
 # %% ../nbs/25_tensor_indexing.ipynb #d46893f6
+def listed_ids(entry: list, backend: TensorBackend) -> Tensor:
+    "A list of ints in an index (`t[[0, 2]]`) as the int64 tensor of ids PyTorch makes of it."
+    nested_shape(entry, "the index list")  # ragged lists and non-numbers, named
+    ids = np.asarray(entry)
+    if ids.size and (ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer)):
+        raise TypeError(f"an index list must hold ints (ids), got {entry!r}")
+    return tensor(ids.astype(np.int64), backend=backend, dtype=int64)
+
+
 @patch
 def __getitem__(self: Tensor, key: object) -> "float | Tensor":
-    "`t[ids]`, `t[:, ids]`, `t[rows, columns]`: picked by int64 tensors of ids (as in PyTorch); else `basic_index`."
-    entries = key if isinstance(key, tuple) else (key,)
+    "`t[ids]`, `t[:, ids]`, `t[rows, columns]`: picked by int64 tensors (or lists) of ids, as in PyTorch; else `basic_index`."
+    entries = tuple(listed_ids(entry, self.backend) if isinstance(entry, list) else entry
+                    for entry in (key if isinstance(key, tuple) else (key,)))
     if any(isinstance(entry, Tensor) for entry in entries):
         return index_by_tensor(self, entries)
     return basic_index(self, key)

@@ -147,8 +147,8 @@ def test_indexing_with_ids_matches_numpy_and_torch(backend, dtype_name, rows, wi
     if data.draw(st.booleans()):
         batch = batch - rows * (batch % 2)  # some ids counted from the end
     leaf, table, raw = made(table_values, backend, data.draw(st.booleans()), requires_grad=True)
-    batch_tensor = tensor(batch, backend=backend, dtype=int64)
-    out = table[batch_tensor]
+    listed = len(ids_shape) == 1 and data.draw(st.booleans())   # `t[[4, 0]]`: a list of ids, as in PyTorch
+    out = table[batch.tolist() if listed else tensor(batch, backend=backend, dtype=int64)]
     assert out.shape == (*ids_shape, width)
     np.testing.assert_array_equal(out.to_numpy(), table_values[batch])
     columns = data.draw(ids((2,), width))
@@ -287,6 +287,14 @@ def test_errors_name_what_was_wrong(backend):
         Embedding(4, 3, backend=backend)(tensor([1.0], backend=backend))
     with pytest.raises(TypeError, match="must be an int64 Tensor, got list"):
         table.index_select(0, [0, 1])
+    with pytest.raises(TypeError, match=r"an index list must hold ints \(ids\), got \[0.5, 1\]"):
+        table[[0.5, 1]]
+    with pytest.raises(TypeError, match=r"an index list must hold ints \(ids\), got \[True, False\]"):
+        table[[True, False]]
+    with pytest.raises(ValueError, match=r"ragged data: the index list\[0\] has shape \(2,\)"):
+        table[[[0, 1], [2]]]
+    with pytest.raises(IndexingError, match=r"index 4 is out of range for dim 0 of size 4"):
+        table[[0, 4]]
     with pytest.raises(IndexingError, match=r"gather: the index has 1 dims \(shape \(2,\)\), the input 2"):
         gather(table, 0, long([0, 1]))
     with pytest.raises(IndexingError, match=r"has size 4 in dim 1, more than the 3"):
