@@ -917,6 +917,12 @@ def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Tr
         every = All.apply(every, dim=one)
     return self._drop_dim(every, dim, keepdim)
 
+
+@patch
+def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+    "1.0 where some element over `dim` (or over everything) is non-zero, NaN included, else 0.0: not all are zero."
+    return 1.0 - (self == 0.0).all(dim, keepdim)
+
 # %% ../nbs/23_tensor_functions.ipynb #5a48cc9b
 @patch
 def unsqueeze(self: Tensor, dim: int) -> Tensor:

@@ -81,6 +81,20 @@ def test_reductions_over_a_tuple_of_dims_as_torch(backend, data, shape, dtype, p
         np.testing.assert_allclose(leaf.grad.to_numpy(), their_leaf.grad.numpy(), **tolerance)
 
 
+@settings(max_examples=30)
+@given(st.data(), shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.integers(0, 2**16))
+def test_all_and_any_as_torch(backend, data, shape, dtype, keepdim, seed):
+    "1.0 / 0.0 where torch's `all` / `any` give True / False, over everything, one dim or several; NaN counts as non-zero."
+    values = planted(shape, seed) * (np.random.default_rng(seed).random(shape) < 0.5)   # many zeros too
+    x, theirs = tensor(values, backend=backend, dtype=DTYPES[dtype][0]), torch.tensor(values, dtype=DTYPES[dtype][1])
+    dims = data.draw(st.none() | st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True))
+    for name in ("all", "any"):
+        ours = getattr(x, name)() if dims is None else getattr(x, name)(tuple(dims), keepdim=keepdim)
+        expected = getattr(theirs, name)() if dims is None else getattr(theirs, name)(tuple(dims), keepdim=keepdim)
+        assert ours.shape == (tuple(expected.shape) or (1,)), (name, dims)
+        np.testing.assert_array_equal(ours.to_numpy().ravel(), expected.numpy().ravel().astype(float))
+
+
 def test_a_tuple_of_dims_with_a_repeat_or_none_is_refused(backend):
     x = tensor(np.ones((2, 3)), backend=backend)
     for dims in ((0, -2), (), [1, 1]):
