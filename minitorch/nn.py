@@ -783,7 +783,9 @@ class ModuleList(Module):
     def append(self, module: Module) -> "ModuleList":
         "`module` added at the end."
         if not isinstance(module, Module):
-            raise TypeError(f"{type(self).__name__} holds modules, got {type(module).__name__}")
+            hint = (f": {type(module).__name__} there is the autodiff Function; layers are in minitorch.nn, as "
+                    f"nn.ReLU()" if isinstance(module, Function) else "")
+            raise TypeError(f"{type(self).__name__} holds modules, got {type(module).__name__}{hint}")
         setattr(self, str(len(self)), module)
         return self
 

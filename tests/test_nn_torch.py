@@ -229,8 +229,10 @@ def test_a_module_list_names_and_runs_as_torch(backend):
         out, their_out = layer(out), their_layer(their_out)
     close(out, their_out)
     assert isinstance(ours[2], minitorch.nn.ReLU) and "(2): ReLU()" in repr(ours)
-    with pytest.raises(TypeError, match="ModuleList holds modules, got int"):
+    with pytest.raises(TypeError, match="ModuleList holds modules, got int$"):
         ours.append(3)
+    with pytest.raises(TypeError, match=r"holds modules, got ReLU: ReLU there is the autodiff Function; .* nn\.ReLU\(\)"):
+        minitorch.nn.Sequential(minitorch.ReLU())   # classic MiniTorch's top-level ReLU is the Function
     with pytest.raises(NotImplementedError):
         ours(tensor(values, backend=backend))
     assert minitorch.nn.Embedding is minitorch.Embedding and minitorch.nn.LayerNorm is minitorch.LayerNorm
