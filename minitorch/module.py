@@ -24,6 +24,13 @@ class Parameter:
             if self.name is not None and hasattr(value, "name"):
                 value.name = self.name
 
+    def __getattr__(self, name: str) -> Any:
+        value = self.__dict__.get("value")  # only names that normal lookup did not find come here
+        if not name.startswith("__") and hasattr(value, name):
+            raise AttributeError(f"a Parameter holds its value in .value (classic MiniTorch; a PyTorch parameter "
+                                 f"is the tensor itself): write p.value.{name}, not p.{name}")
+        raise AttributeError(f"'Parameter' object has no attribute {name!r}")
+
     def __repr__(self) -> str:
         return f"Parameter({self.value!r})"
 

@@ -111,3 +111,17 @@ def test_apply_visits_every_module_children_first():
     assert len(ours) == len(theirs) == 5
     assert ours == ["Leaf", "Leaf", "Branch", "Leaf", "Root"]
     assert [id(module) for module in theirs].index(id(twin.branch)) == 2 and theirs[-1] is twin
+
+
+def test_a_tensor_attribute_asked_of_a_parameter_points_to_value():
+    "PyTorch's `p.grad` on our Parameter (which holds a tensor in `.value`) says to write `p.value.grad`."
+    import copy
+
+    import minitorch
+    weight = minitorch.Linear(3, 2).weight
+    for name in ("grad", "shape", "numel"):
+        with pytest.raises(AttributeError, match=rf"write p\.value\.{name}, not p\.{name}$"):
+            getattr(weight, name)
+    with pytest.raises(AttributeError, match=r"^'Parameter' object has no attribute 'no_such_name'$"):
+        weight.no_such_name
+    assert not hasattr(weight, "grad") and copy.deepcopy(weight).value.shape == (2, 3)   # (out, in), as PyTorch
