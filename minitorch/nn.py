@@ -8,10 +8,10 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d_backward', 'maxpool2d', 'block_maximum',
            'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
            'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
-           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'ValuesIndices',
-           'topk_order', 'topk', 'fans', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal',
-           'zeros_init', 'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_',
-           'zeros_', 'ones_', 'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_',
+           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'mse_loss', 'MSELoss',
+           'ValuesIndices', 'topk_order', 'topk', 'fans', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform',
+           'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_',
+           'constant_', 'zeros_', 'ones_', 'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_',
            'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout',
            'CrossEntropyLoss', 'ModuleList', 'Sequential']
 
@@ -398,6 +398,29 @@ def cross_entropy(logits: Tensor, labels: Sequence[int] | np.ndarray | Tensor, i
                   reduction: str = "mean") -> Tensor:
     "The cross-entropy of (N, C) class scores against N integer labels (log-softmax, then `nll_loss`)."
     return nll_loss(logsoftmax(logits, 1), labels, ignore_index, reduction)
+
+# %% ../nbs/41_nn.ipynb #7c3d9e14
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    "The squared differences of `input` and a `target` of the same shape: their mean, their sum, or themselves."
+    if reduction not in LOSS_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, LOSS_REDUCTIONS))}, got {reduction!r}")
+    if not isinstance(target, Tensor) or target.shape != input.shape:
+        got = f"shape {target.shape}" if isinstance(target, Tensor) else f"a {type(target).__name__}"
+        raise ValueError(f"mse_loss takes a target tensor of the input's shape {input.shape}, got {got}: "
+                         f"different shapes would broadcast (view one as the other, e.g. target.view(-1, 1))")
+    errors = (input - target) * (input - target)
+    return errors if reduction == "none" else errors.sum() if reduction == "sum" else errors.mean()
+
+
+class MSELoss(Module):
+    "`mse_loss` as a module: call it with predictions and targets of one shape."
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return mse_loss(input, target, self.reduction)
 
 # %% ../nbs/41_nn.ipynb #962bd829
 @patch

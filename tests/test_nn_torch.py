@@ -163,6 +163,29 @@ def test_cross_entropy_and_nll_loss(backend, batch, classes):
             lambda x: functional.nll_loss(torch.log_softmax(x, 1), torch_labels), logits)
 
 
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), reduction=st.sampled_from(["mean", "sum", "none"]),
+       seed=st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None)
+def test_mse_loss_as_torch(backend, shape, reduction, seed):
+    "Values and gradients in both arguments, each reduction, empty shapes included (whose mean is nan, as PyTorch's)."
+    rng = np.random.default_rng(seed)
+    compare(backend, lambda x, y: minitorch.mse_loss(x, y, reduction), lambda x, y: functional.mse_loss(x, y, reduction=reduction),
+            rng.normal(size=shape), rng.normal(size=shape), seed=seed)
+    module = minitorch.nn.MSELoss(reduction)
+    ones = tensor(np.ones(shape), backend=backend)
+    assert np.nansum(module(ones, ones).to_numpy()) == 0.0 and "MSELoss" in repr(module)   # nan: the mean of nothing
+
+
+def test_mse_loss_refuses_shapes_that_would_broadcast(backend):
+    predictions, targets = tensor(np.zeros((3, 1)), backend=backend), tensor(np.zeros(3), backend=backend)
+    with pytest.raises(ValueError, match=r"input's shape \(3, 1\), got shape \(3,\): different shapes would broadcast"):
+        minitorch.mse_loss(predictions, targets)
+    with pytest.raises(ValueError, match=r"got a list"):
+        minitorch.mse_loss(predictions, [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"reduction must be one of 'mean', 'sum', 'none', got 'max'"):
+        minitorch.mse_loss(predictions, predictions, "max")
+
+
 @pytest.mark.task("4.4")
 @given(batch=st.integers(0, 6), classes=st.integers(1, 5), ignore_index=st.sampled_from([-100, -1, 0]),
        reduction=st.sampled_from(["mean", "sum", "none"]), as_tensor=st.booleans(), seed=st.integers(0, 2**16))
