@@ -877,14 +877,20 @@ def _count(self: Tensor, dim: int | Sequence[int] | None) -> int:
 
 
 @patch
+def _reduced(self: Tensor, reduction: type[Function], dim: int | Sequence[int] | None, keepdim: bool) -> Tensor:
+    "`reduction` (a Function over one dim) over `dim`, a tuple of dims one after another, or everything (shape (1,))."
+    if dim is None:
+        return reduction.apply(self.contiguous().view(self.size), dim=0)
+    result = self
+    for one in self._dims(dim):
+        result = reduction.apply(result, dim=one)
+    return self._drop_dim(result, dim, keepdim)
+
+
+@patch
 def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
     "The sum over `dim` or a tuple of dims (each kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
-    if dim is None:
-        return Sum.apply(self.contiguous().view(self.size), dim=0)
-    total = self
-    for one in self._dims(dim):
-        total = Sum.apply(total, dim=one)
-    return self._drop_dim(total, dim, keepdim)
+    return self._reduced(Sum, dim, keepdim)
 
 
 @patch
@@ -910,12 +916,7 @@ def std(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Tr
 @patch
 def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
     "1.0 where every element over `dim` (or over everything) is non-zero, else 0.0."
-    if dim is None:
-        return All.apply(self.contiguous().view(self.size), dim=0)
-    every = self
-    for one in self._dims(dim):
-        every = All.apply(every, dim=one)
-    return self._drop_dim(every, dim, keepdim)
+    return self._reduced(All, dim, keepdim)
 
 
 @patch
