@@ -9,11 +9,11 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
            'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
            'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'mse_loss', 'MSELoss',
-           'ValuesIndices', 'topk_order', 'topk', 'fans', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform',
-           'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_',
-           'constant_', 'zeros_', 'ones_', 'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_',
-           'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout',
-           'CrossEntropyLoss', 'ModuleList', 'Sequential']
+           'ValuesIndices', 'topk_order', 'topk', 'sort', 'argsort', 'fans', 'xavier_uniform', 'xavier_normal',
+           'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of', 'shape_of', 'filled_',
+           'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_', 'xavier_uniform_', 'xavier_normal_', 'kaiming_scale',
+           'kaiming_uniform_', 'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d',
+           'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList', 'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -492,6 +492,19 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> "ValuesIndices":
     "`topk(self, k, dim)` as a method, as `torch.Tensor.topk`."
     return topk(self, k, dim, largest, sorted)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> "ValuesIndices":
+    "All entries along `dim` in increasing (or `descending`) order and their positions, as `torch.sort`; always stable."
+    return topk(input, input.shape[input._dim(dim)], dim, largest=descending)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    "The int64 positions that would sort `dim` (NaN last, or first if `descending`), as `torch.argsort`."
+    return sort(input, dim, descending).indices
+
+
+Tensor.sort, Tensor.argsort = sort, argsort
 
 # %% ../nbs/41_nn.ipynb #dde083a2
 def fans(shape: Sequence[int]) -> tuple[int, int]:

@@ -571,6 +571,10 @@ def __ge__(self: Tensor, other: "Tensor | float") -> Tensor: return (self > othe
 def __ne__(self: Tensor, other: "Tensor | float") -> Tensor: return 1 - (self == other)
 
 
+Tensor.lt, Tensor.gt, Tensor.eq, Tensor.le, Tensor.ge, Tensor.ne = (Tensor.__lt__, Tensor.__gt__, Tensor.__eq__,
+                                                                   Tensor.__le__, Tensor.__ge__, Tensor.__ne__)
+
+
 @patch
 def is_close(self: Tensor, other: "Tensor | float") -> Tensor:
     "1.0 where the elements differ by less than 1e-2 (as `operators.is_close`), else 0.0."
@@ -612,6 +616,12 @@ def double(self: Tensor) -> Tensor:
 def long(self: Tensor) -> Tensor:
     "This tensor in int64, fractions cut towards zero."
     return self.to(int64)
+
+
+@patch
+def type_as(self: Tensor, other: Tensor) -> Tensor:
+    "This tensor in `other`'s dtype, as `torch.Tensor.type_as`."
+    return self.to(other.dtype)
 
 
 @patch
@@ -672,7 +682,7 @@ class View(Function):
         if not a._tensor.is_contiguous():
             raise IndexingError(f"cannot view a non-contiguous tensor (shape {a.shape}, strides {a._tensor.strides}) "
                                 f"as {tuple(shape)}: call .contiguous() first")
-        if math.prod(shape) != a.size:
+        if math.prod(shape) != a._tensor.size:
             raise IndexingError(f"cannot view a tensor of shape {a.shape} ({a.size} elements) as {tuple(shape)} "
                                 f"({math.prod(shape)} elements)")
         ctx.save_for_backward(a.shape)
@@ -725,13 +735,25 @@ def inferred_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
 @patch
 def view(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
     "The same elements seen with another shape of the same size (one entry may be -1; the tensor must be contiguous)."
-    return View.apply(self, shape=inferred_shape(_flat_ints(shape), self.size))
+    return View.apply(self, shape=inferred_shape(_flat_ints(shape), self._tensor.size))
 
 
 @patch
 def reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
     "The same elements in another shape: a view when the tensor is contiguous, else a view of a copy."
     return self.contiguous().view(*shape)
+
+
+@patch
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    "This tensor viewed with `other`'s shape."
+    return self.view(*other.shape)
+
+
+@patch
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    "This tensor reshaped to `other`'s shape."
+    return self.reshape(*other.shape)
 
 
 @patch
@@ -995,6 +1017,21 @@ def expand_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 @patch
+def repeat(self: Tensor, *counts: int | Sequence[int]) -> Tensor:
+    "A copy with each dim repeated `counts` times (extra counts add dims in front), as `torch.Tensor.repeat`."
+    counts = _flat_ints(counts)
+    added = len(counts) - self.dims
+    if added < 0 or any(isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0
+                        for count in counts):
+        raise IndexingError(f"repeat{counts}: give a whole number >= 0 for each of the {self.dims} dims "
+                            f"of shape {self.shape} at least")
+    shape = (1,) * added + self.shape
+    spread = [entry for count, size in zip(counts, shape) for entry in (count, size)]  # (c0, s0, c1, s1, ...)
+    copies = self.reshape(*[entry for size in shape for entry in (1, size)]).expand(*spread)
+    return copies.contiguous().view(*(count * size for count, size in zip(counts, shape)))
+
+
+@patch
 def t(self: Tensor) -> Tensor:
     "A matrix transposed (a 1-D tensor as it is), as `torch.Tensor.t`; more dims must name theirs with `transpose`."
     if self.dims > 2:
@@ -1004,6 +1041,14 @@ def t(self: Tensor) -> Tensor:
 
 
 Tensor.T = property(Tensor.t, doc="`t()` as a property: `W.T`.")
+
+
+@patch(as_prop=True)
+def mT(self: Tensor) -> Tensor:
+    "The last two dims swapped: every matrix of a batch transposed, as PyTorch's `t.mT`."
+    if self.dims < 2:
+        raise IndexingError(f".mT transposes the last two dims of a batch of matrices, this tensor has shape {self.shape}")
+    return self.transpose(-2, -1)
 
 # %% ../nbs/23_tensor_functions.ipynb #9bae7cb5
 def _transpose(a: "Tensor") -> "Tensor":

@@ -419,7 +419,7 @@ class KernelOps(TensorOps):
 
         def apply(a: "Tensor", out: "Tensor | None" = None) -> "Tensor":
             out = map_output(a, out)
-            launch(kernel, grid(out.size), (out._tensor, a._tensor))
+            launch(kernel, grid(out._tensor.size), (out._tensor, a._tensor))
             return out
 
         return apply
@@ -430,7 +430,7 @@ class KernelOps(TensorOps):
 
         def apply(a: "Tensor", b: "Tensor") -> "Tensor":
             out = zip_output(a, b)
-            launch(kernel, grid(out.size), (out._tensor, a._tensor, b._tensor))
+            launch(kernel, grid(out._tensor.size), (out._tensor, a._tensor, b._tensor))
             return out
 
         return apply
@@ -441,7 +441,7 @@ class KernelOps(TensorOps):
 
         def apply(a: "Tensor", dim: int) -> "Tensor":
             out = reduce_output(a, dim, start)
-            launch(kernel, grid(out.size, a.shape[dim]), (out._tensor, a._tensor), (dim,))
+            launch(kernel, grid(out._tensor.size, a.shape[dim]), (out._tensor, a._tensor), (dim,))
             return out
 
         return apply

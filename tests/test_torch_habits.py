@@ -1,0 +1,176 @@
+"""PyTorch spellings that read or rearrange a tensor, against torch: `t.size()` and `t.size(dim)` beside classic
+MiniTorch's `t.size`, `unbind`, `repeat`, `mT`, `sort` and `argsort` (values, positions and gradients, NaN and
+infinities included, float32, float64 and int64, permuted inputs), the comparison methods (`lt`, ..., `ne`),
+`type_as`, `view_as`, `reshape_as`, and the error for a comparison used as a mask."""
+import math
+
+import numpy as np
+import pytest
+from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minitorch
+from minitorch import IndexingError, tensor
+from test_torch_names import DTYPES, twins
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+shapes = st.lists(st.integers(0, 4), min_size=1, max_size=3)
+
+
+def backward_both(backend, ours, theirs, seed: int) -> None:
+    "Backward from the sum of each output times the same random weights."
+    weights = np.random.default_rng(seed).normal(size=ours.shape)
+    (ours * tensor(weights, backend=backend, dtype=ours.dtype)).sum().backward()
+    (theirs * torch.tensor(weights, dtype=theirs.dtype).reshape(theirs.shape)).sum().backward()
+
+
+def same(ours, theirs) -> None:
+    "Equal shapes and values (NaN where NaN), to float32's or float64's precision (sums of a few O(1) terms)."
+    expected = theirs.detach().numpy()
+    assert ours.shape == (tuple(expected.shape) or (1,))
+    tolerance = 1e-5 if expected.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(ours.to_numpy(), expected.reshape(ours.shape), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.task("2.1")
+@given(shapes)
+def test_size_is_the_count_and_called_the_shape_as_torch(backend, shape):
+    ours, theirs = minitorch.zeros(tuple(shape), backend=backend), torch.zeros(shape)
+    assert ours.size == theirs.numel() == math.prod(shape) and isinstance(ours.size, int)
+    assert ours.size() == tuple(theirs.size()) == tuple(shape)
+    for dim in range(-len(shape), len(shape)):
+        assert ours.size(dim) == theirs.size(dim)
+    for dim in (len(shape), -len(shape) - 1, 1.0, True):
+        with pytest.raises(IndexError, match="no such dim"):
+            ours.size(dim)
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=30)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.data(), st.integers(0, 2**16))
+def test_repeat_as_torch(backend, shape, dtype, permuted, data, seed):
+    "Copies (not views) with the values of torch's `repeat`, and the gradient summed back over the copies."
+    leaf, their_leaf, x, theirs = twins(backend, np.random.default_rng(seed).normal(size=shape), dtype, permuted)
+    counts = data.draw(st.lists(st.integers(0, 3), min_size=x.dims, max_size=x.dims + 2))
+    repeated, their_repeated = x.repeat(*counts), theirs.repeat(*counts)
+    same(repeated, their_repeated)
+    assert x.repeat(counts).shape == repeated.shape and repeated._tensor.is_contiguous()
+    backward_both(backend, repeated, their_repeated, seed + 1)
+    same(leaf.grad, their_leaf.grad)
+
+
+@pytest.mark.task("2.7")
+def test_repeat_and_mt_refuse_what_torch_refuses(backend):
+    x = tensor(np.ones((2, 3)), backend=backend)
+    for counts in ((2,), (2, -1), (2, 1.5)):
+        with pytest.raises(IndexingError, match="whole number >= 0 for each of the 2 dims"):
+            x.repeat(*counts)
+    with pytest.raises(IndexingError, match="last two dims"):
+        x[0].mT
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 4), min_size=2, max_size=4), st.sampled_from(sorted(DTYPES)), st.booleans(),
+       st.integers(0, 2**16))
+def test_mt_as_torch(backend, shape, dtype, permuted, seed):
+    "A view with the last two dims swapped, as torch's `.mT`, and its gradient."
+    leaf, their_leaf, x, theirs = twins(backend, np.random.default_rng(seed).normal(size=shape), dtype, permuted)
+    swapped, their_swapped = x.mT, theirs.mT
+    same(swapped, their_swapped)
+    assert swapped._tensor._storage is leaf._tensor._storage
+    backward_both(backend, swapped, their_swapped, seed + 1)
+    same(leaf.grad, their_leaf.grad)
+
+
+@settings(max_examples=30)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.data(), st.integers(0, 2**16))
+def test_unbind_as_torch(backend, shape, dtype, permuted, data, seed):
+    "Views of each slice along a dim, as torch's `unbind`, with gradients flowing back into each slice's place."
+    leaf, their_leaf, x, theirs = twins(backend, np.random.default_rng(seed).normal(size=shape), dtype, permuted)
+    dim = data.draw(st.integers(-x.dims, x.dims - 1))
+    pieces, their_pieces = x.unbind(dim), theirs.unbind(dim)
+    assert len(pieces) == len(their_pieces) == x.shape[dim]
+    for position, (piece, their_piece) in enumerate(zip(pieces, their_pieces)):
+        if x.dims > 1:   # a slice of a 1-D tensor is one number: a (1,) tensor here, torch's 0-dim one there
+            same(piece, their_piece)
+        assert piece._tensor._storage is leaf._tensor._storage
+        if position % 2 == 0:   # every other piece joins the loss: the rest get no gradient
+            backward_both(backend, piece, their_piece.reshape(piece.shape), seed + position)
+    if leaf.grad is not None or their_leaf.grad is not None:
+        same(leaf.grad, their_leaf.grad)
+    with pytest.raises(IndexingError, match="out of range"):
+        x.unbind(x.dims)
+
+
+def planted(shape: list[int], seed: int, kind: str) -> np.ndarray:
+    "Values to sort: normals with NaN and infinities planted, or whole numbers with many ties (`kind` 'int')."
+    rng = np.random.default_rng(seed)
+    if kind == "int":
+        return rng.integers(-3, 4, size=shape)
+    values = rng.normal(size=shape)
+    flat = values.reshape(-1)
+    for special in (math.nan, math.nan, math.inf, -math.inf):
+        if flat.size and rng.random() < 0.5:
+            flat[rng.integers(flat.size)] = special
+    return values
+
+
+@pytest.mark.task("4.3")
+@settings(max_examples=40)
+@given(shapes, st.sampled_from(["float64", "float32", "int"]), st.booleans(), st.booleans(), st.data(),
+       st.integers(0, 2**16))
+def test_sort_and_argsort_as_torch(backend, shape, kind, descending, permuted, data, seed):
+    "torch's stable sort: the same values and positions (NaN last, or first when descending; ties in order)."
+    values = planted(shape, seed, kind)
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    if kind == "int":
+        x, theirs = tensor(values, backend=backend, dtype=minitorch.int64), torch.tensor(values)
+        if permuted:
+            x, theirs = x.permute(*reversed(range(x.dims))), theirs.permute(*reversed(range(x.dims)))
+    else:
+        leaf, their_leaf, x, theirs = twins(backend, values, kind, permuted)
+    ours, expected = x.sort(dim, descending=descending), torch.sort(theirs, dim=dim, descending=descending, stable=True)
+    np.testing.assert_array_equal(ours.indices.to_numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(ours.values.to_numpy(), expected.values.detach().numpy())
+    assert ours.indices.dtype == minitorch.int64 and ours.values.dtype == x.dtype
+    np.testing.assert_array_equal(minitorch.argsort(x, dim, descending).to_numpy(), expected.indices.numpy())
+    if kind != "int":
+        backward_both(backend, ours.values, expected.values, seed + 1)
+        same(leaf.grad, their_leaf.grad)
+
+
+def test_a_comparison_used_as_a_mask_is_refused_with_the_way_out(backend):
+    x = tensor([1.0, -2.0, 3.0], backend=backend)
+    with pytest.raises(TypeError, match=r"not a boolean mask: use where\(mask, x, 0.0\)"):
+        x[x > 0]
+    assert minitorch.where(x > 0, x, 0.0).tolist() == [1.0, 0.0, 3.0]
+
+
+@pytest.mark.task("2.6")
+@settings(max_examples=30)
+@given(shapes, st.booleans(), st.integers(0, 2**16))
+def test_comparison_methods_as_torch(backend, shape, broadcast, seed):
+    "1.0 / 0.0 where torch's `lt`, `gt`, `eq`, `le`, `ge`, `ne` give True / False (NaN unequal to all), broadcasting."
+    values = planted(shape, seed, "float64")
+    others = planted(shape[1:] if broadcast and len(shape) > 1 else shape, seed + 1, "float64")
+    shared = min(values.size, others.size) // 2
+    others.reshape(-1)[:shared] = values.reshape(-1)[:shared]   # equal pairs too
+    x, y = tensor(values, backend=backend), tensor(others, backend=backend)
+    for name in ("lt", "gt", "eq", "le", "ge", "ne"):
+        expected = getattr(torch.tensor(values), name)(torch.tensor(others)).numpy().astype(float)
+        np.testing.assert_array_equal(getattr(x, name)(y).to_numpy(), expected, err_msg=name)
+
+
+def test_type_as_view_as_and_reshape_as_as_torch(backend):
+    ids = tensor([[1, 2, 3], [4, 5, 6]], backend=backend, dtype=minitorch.int64)
+    target = tensor(np.zeros((3, 2)), backend=backend, dtype=minitorch.float32)
+    their_ids, their_target = torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.zeros((3, 2))
+    assert ids.type_as(target).dtype == minitorch.float32 and their_ids.type_as(their_target).dtype == torch.float32
+    assert ids.view_as(target).tolist() == their_ids.view_as(their_target).tolist()
+    assert ids.T.reshape_as(target).tolist() == their_ids.T.reshape_as(their_target).tolist()
+    with pytest.raises(IndexingError, match="non-contiguous"):
+        ids.T.view_as(target)
