@@ -195,8 +195,16 @@ class TensorData:
         return self._storage.to_host() if isinstance(self._storage, DeviceStorage) else self._storage
 
     def is_contiguous(self) -> bool:
-        "Whether the strides are the row-major strides of the shape (elements in storage order)."
-        return self.strides == strides_from_shape(self.shape)
+        "Whether the elements lie packed in row-major order from the offset; dims of size 1 may have any stride."
+        if self.strides == strides_from_shape(self.shape) or self.size == 0:
+            return True
+        packed = 1   # what the stride of the next dim of more than one position must be, from the last dim on
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1:
+                if stride != packed:
+                    return False
+                packed *= size
+        return True
 
     def index(self, index: int | Sequence[int]) -> int:
         "The storage position of `index`, checked against the shape."
@@ -318,9 +326,9 @@ def index_view(data: TensorData, key: tuple) -> TensorData:
     "The view of `data` that the basic index `key` picks (ints, slices, None, ...): new offset, shape, strides."
     offset, shape, strides, dim = data.offset, [], [], 0
     for entry in expanded_key(key, data.shape):
-        if entry is None:  # a new dim of size 1
+        if entry is None:  # a new dim of size 1, with the stride that keeps a contiguous view contiguous
             shape.append(1)
-            strides.append(0)
+            strides.append(data.shape[dim] * data.strides[dim] if dim < data.dims else 1)
             continue
         stride = data.strides[dim]
         if isinstance(entry, slice):

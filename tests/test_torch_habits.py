@@ -1,7 +1,8 @@
 """PyTorch spellings that read or rearrange a tensor, against torch: `t.size()` and `t.size(dim)` beside classic
 MiniTorch's `t.size`, `unbind`, `repeat`, `mT`, `sort` and `argsort` (values, positions and gradients, NaN and
 infinities included, float32, float64 and int64, permuted inputs), the comparison methods (`lt`, ..., `ne`),
-`type_as`, `view_as`, `reshape_as`, and the error for a comparison used as a mask."""
+`type_as`, `view_as`, `reshape_as`, the layout (`stride()`, `storage_offset()`, `is_contiguous()`) of random
+views, and the error for a comparison used as a mask."""
 import math
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_size_is_the_count_and_called_the_shape_as_torch(backend, shape):
     for dim in range(-len(shape), len(shape)):
         assert ours.size(dim) == theirs.size(dim)
     for dim in (len(shape), -len(shape) - 1, 1.0, True):
-        with pytest.raises(IndexError, match="no such dim"):
+        with pytest.raises(IndexError, match="no such dim among"):
             ours.size(dim)
 
 
@@ -174,3 +175,61 @@ def test_type_as_view_as_and_reshape_as_as_torch(backend):
     assert ids.T.reshape_as(target).tolist() == their_ids.T.reshape_as(their_target).tolist()
     with pytest.raises(IndexingError, match="non-contiguous"):
         ids.T.view_as(target)
+
+
+@st.composite
+def view_steps(draw, shape: tuple[int, ...]) -> list:
+    "Up to four views to take one after another, each written so that ours and torch's read the same."
+    steps = []
+    for _ in range(draw(st.integers(0, 4))):
+        dims = len(shape)
+        kind = draw(st.sampled_from(["permute", "slice", "index", "none", "expand", "view"] if dims > 1 else
+                                    ["slice", "none", "expand", "view"]))
+        if kind == "permute":
+            order = tuple(draw(st.permutations(range(dims))))
+            steps.append(("permute", order)); shape = tuple(shape[dim] for dim in order)
+        elif kind == "slice":
+            dim = draw(st.integers(0, dims - 1))
+            start, step = draw(st.integers(0, shape[dim])), draw(st.integers(1, 3))
+            key = (slice(None),) * dim + (slice(start, None, step),)
+            steps.append(("key", key)); shape = shape[:dim] + (len(range(start, shape[dim], step)),) + shape[dim + 1:]
+        elif kind == "index":
+            dim = draw(st.integers(0, dims - 1))
+            if shape[dim] == 0:
+                continue
+            steps.append(("key", (slice(None),) * dim + (draw(st.integers(0, shape[dim] - 1)),)))
+            shape = shape[:dim] + shape[dim + 1:]
+        elif kind == "none":
+            dim = draw(st.integers(0, dims))
+            steps.append(("key", (slice(None),) * dim + (None,))); shape = shape[:dim] + (1,) + shape[dim:]
+        elif kind == "expand":
+            sizes = tuple(draw(st.sampled_from([1, 3])) if size == 1 else size for size in shape)
+            steps.append(("expand", sizes)); shape = sizes
+        else:   # contiguous() then a view of another shape: a copy when needed, as in torch
+            steps.append(("view", (-1,))); shape = (math.prod(shape),)
+    return steps
+
+
+@pytest.mark.task("2.7")
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple).flatmap(
+    lambda shape: st.tuples(st.just(shape), view_steps(shape))))
+def test_the_layout_of_views_as_torch(backend, shape_and_steps):
+    "The strides, offset and contiguity of a chain of views (torch's strides differ only where a dim has size 0)."
+    shape, steps = shape_and_steps
+    ours, theirs = tensor(np.zeros(shape), backend=backend), torch.zeros(shape, dtype=torch.float64)
+    for kind, argument in steps:
+        if kind == "key":
+            ours, theirs = ours[argument], theirs[argument]
+        elif kind == "view":
+            ours, theirs = ours.contiguous().view(*argument), theirs.contiguous().view(*argument)
+        else:
+            ours, theirs = getattr(ours, kind)(*argument), getattr(theirs, kind)(*argument)
+    assert ours.shape == tuple(theirs.shape) and ours.is_contiguous() == theirs.is_contiguous()
+    if ours.size and 0 not in shape:   # torch counts a dim of size 0 as size 1 in strides: so then do offsets
+        assert ours.storage_offset() == theirs.storage_offset()
+        used = [dim for dim, size in enumerate(ours.shape) if size > 1]   # a dim of size 1 never uses its stride
+        assert [ours.stride(dim) for dim in used] == [theirs.stride(dim) for dim in used]
+        assert len(ours.stride()) == ours.dims
+    if ours.is_contiguous():   # a contiguous view can be viewed as anything of its size, as torch's
+        assert ours.view(-1).shape == tuple(theirs.view(-1).shape)
