@@ -7,7 +7,7 @@ __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
            'broadcast_index_device', 'index_to_position_device', 'CudaBackend', 'DeviceLimits', 'device_limits',
            'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
-           'share_simulated_shared_arrays', 'swap_cuda_module_in_one_step', 'require_cuda', 'map_launch', 'Transfers',
+           'share_simulated_shared_arrays', 'swap_cuda_module_safely', 'require_cuda', 'map_launch', 'Transfers',
            'record_transfer', 'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device',
            'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice',
            'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce',
@@ -143,37 +143,51 @@ def share_simulated_shared_arrays() -> None:
 
 
 
-def swap_cuda_module_in_one_step() -> None:
-    "Make the simulator read a device function's globals in one step when it swaps its own `cuda` module in."
+def swap_cuda_module_safely() -> None:
+    "Make the simulator's swap of its own `cuda` module into a device function's globals safe between threads."
     # At every call of a device function, from every simulated thread, Numba's simulator replaces `cuda` in the
-    # function's globals by its fake module, and finds the names to replace with a generator over the globals: a
-    # thread switch in the middle lets other code add or remove a name, and the generator fails with "dictionary
-    # changed size during iteration". A dict's `copy()` is one step with no Python code inside, so no switch
-    # (`list(...)` of its items is not: a new tuple may start the garbage collector, which runs other code).
+    # function's globals by its fake module and puts the real one back when the call returns. Two races follow.
+    # It finds the names with a generator over the globals: a thread switch in the middle lets other code add or
+    # remove a name ("dictionary changed size during iteration"); a dict's `copy()` is one step with no Python code
+    # inside (`list(...)` of its items is not: a new tuple may start the garbage collector, which runs other code).
+    # And the first thread to return put the real module back while others were still inside (released by the same
+    # barrier, they may enter the next call first): "module 'numba.cuda' has no attribute 'syncthreads'". So the
+    # swap is counted per globals dict, and only the last call to leave puts the real module back.
     if not SIMULATED:
         return
     from numba.cuda.simulator import kernel, kernelapi
 
-    if getattr(kernelapi.swapped_cuda_module, "in_one_step", False):
+    if getattr(kernelapi.swapped_cuda_module, "counted", False):
         return
+    inside: dict[int, tuple[int, dict]] = {}   # id of a globals dict: (calls inside it, the names swapped)
+    lock = threading.Lock()
 
     @contextmanager
     def swapped_cuda_module(fn: Any, fake_cuda_module: Any) -> Iterator[None]:
         from numba import cuda as simulated_cuda  # the module the kernel's source names `cuda`
         names = fn.__globals__
-        original = {name: value for name, value in names.copy().items() if value is simulated_cuda}
-        names.update(dict.fromkeys(original, fake_cuda_module))
+        with lock:
+            calls, original = inside.get(id(names), (0, {}))
+            if not calls:
+                original = {name: value for name, value in names.copy().items() if value is simulated_cuda}
+                names.update(dict.fromkeys(original, fake_cuda_module))
+            inside[id(names)] = (calls + 1, original)
         try:
             yield
         finally:
-            names.update(original)
+            with lock:
+                calls, original = inside.pop(id(names))
+                if calls > 1:
+                    inside[id(names)] = (calls - 1, original)
+                else:
+                    names.update(original)
 
-    swapped_cuda_module.in_one_step = True
+    swapped_cuda_module.counted = True
     kernelapi.swapped_cuda_module = kernel.swapped_cuda_module = swapped_cuda_module
 
 
 share_simulated_shared_arrays()
-swap_cuda_module_in_one_step()
+swap_cuda_module_safely()
 
 
 def require_cuda() -> None:

@@ -104,6 +104,23 @@ def test_device_functions_run_while_other_code_changes_their_globals():
     np.testing.assert_array_equal(out, np.full(8, 100.0))
 
 
+@pytest.mark.skipif(not cuda_ops.SIMULATED, reason="a race in Numba's CUDA simulator")
+def test_a_device_function_keeps_the_simulated_cuda_module_until_its_last_caller_leaves():
+    "Two simulated threads in one device function: the first to leave must not put the real `cuda` back under the other."
+    from numba.cuda.simulator import kernel, kernelapi
+
+    namespace = {"cuda": cuda}
+    exec("def synced():\n    cuda.syncthreads()\n", namespace)
+    fake = object()
+    first, second = (kernelapi.swapped_cuda_module(namespace["synced"], fake) for _ in range(2))
+    first.__enter__()
+    second.__enter__()   # a thread released by the same barrier enters the next call before the first has left
+    first.__exit__(None, None, None)
+    assert namespace["cuda"] is fake   # the second still looks `cuda.syncthreads` up through the fake module
+    second.__exit__(None, None, None)
+    assert namespace["cuda"] is cuda and kernel.swapped_cuda_module is kernelapi.swapped_cuda_module
+
+
 @pytest.mark.task("3.3")
 @settings(max_examples=10)
 @given(st.integers(min_value=1, max_value=100))
