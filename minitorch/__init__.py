@@ -38,7 +38,7 @@ from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleList,
                           MSELoss, Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
-                          maxpool2d, mse_loss, nll_loss, softmax, sort, argsort, tile, topk, xavier_normal, xavier_uniform,
+                          maxpool2d, mse_loss, nll_loss, softmax, logsumexp, sort, argsort, tile, topk, xavier_normal, xavier_uniform,
                           zeros_init)
 from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabulary, bigram_counts, bigram_loss,
                             get_batch, names_list, one_hot, sample, sequence_loss, shakespeare_plays, split_plays)
@@ -76,7 +76,7 @@ __all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_id
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",
            "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",
-           "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax", "topk", "sort", "argsort", "softmax", "logsoftmax", "dropout", "nll_loss",
+           "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax", "topk", "sort", "argsort", "softmax", "logsoftmax", "logsumexp", "dropout", "nll_loss",
            "cross_entropy", "mse_loss", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "zeros_init",
            "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss", "MSELoss",
            "Sequential", "ModuleList",

@@ -7,13 +7,13 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'pooled_region', 'avgpool2d', 'Max', 'max', 'argmax', 'maxpool2d_forward_kernel',
            'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d_backward', 'maxpool2d', 'block_maximum',
            'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
-           'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'dropout', 'dropout_uniform', 'cuda_dropout_mask_kernel',
-           'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy', 'mse_loss', 'MSELoss',
-           'ValuesIndices', 'topk_order', 'topk', 'sort', 'argsort', 'fans', 'xavier_uniform', 'xavier_normal',
-           'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of', 'shape_of', 'filled_',
-           'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_', 'xavier_uniform_', 'xavier_normal_', 'kaiming_scale',
-           'kaiming_uniform_', 'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d',
-           'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList', 'Sequential']
+           'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'logsumexp', 'dropout', 'dropout_uniform',
+           'cuda_dropout_mask_kernel', 'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy',
+           'mse_loss', 'MSELoss', 'ValuesIndices', 'topk_order', 'topk', 'sort', 'argsort', 'fans', 'xavier_uniform',
+           'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of',
+           'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_', 'xavier_uniform_',
+           'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_', 'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d',
+           'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList', 'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -289,6 +289,19 @@ def logsoftmax(input: Tensor, dim: int) -> Tensor:
     shifted = input - max(input.detach(), dim)
     return shifted - shifted.exp().sum(dim).log()
     # END SOLUTION
+
+
+def logsumexp(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    "log(sum(exp(input))) over `dim` (dropped unless `keepdim`, as `torch.logsumexp`), computed without overflow."
+    dim = input._dim(dim)
+    if input.shape[dim] == 0:
+        return input._drop_dim(input.sum(dim).log(), dim, keepdim)   # the log of an empty sum: -inf
+    largest = max(input.detach(), dim)
+    shift = where(largest.abs() == math.inf, 0.0, largest)   # an infinite maximum would make inf - inf
+    return input._drop_dim((input - shift).exp().sum(dim).log() + shift, dim, keepdim)
+
+
+Tensor.logsumexp = logsumexp
 
 # %% ../nbs/41_nn.ipynb #37062881
 def dropout(input: Tensor, rate: float, ignore: bool = False, rng: Seed = None) -> Tensor:

@@ -1,7 +1,7 @@
 """PyTorch spellings that read or rearrange a tensor, against torch: `t.size()` and `t.size(dim)` beside classic
 MiniTorch's `t.size`, `unbind`, `repeat`, `mT`, `sort` and `argsort` (values, positions and gradients, NaN and
 infinities included, float32, float64 and int64, permuted inputs), the comparison methods (`lt`, ..., `ne`),
-`type_as`, `view_as`, `reshape_as`, the layout (`stride()`, `storage_offset()`, `is_contiguous()`) of random
+`type_as`, `view_as`, `reshape_as`, `logsumexp`, the layout (`stride()`, `storage_offset()`, `is_contiguous()`) of random
 views, and the error for a comparison used as a mask."""
 import math
 
@@ -233,3 +233,21 @@ def test_the_layout_of_views_as_torch(backend, shape_and_steps):
         assert len(ours.stride()) == ours.dims
     if ours.is_contiguous():   # a contiguous view can be viewed as anything of its size, as torch's
         assert ours.view(-1).shape == tuple(theirs.view(-1).shape)
+
+
+@pytest.mark.task("4.4")
+@settings(max_examples=40)
+@given(shapes, st.sampled_from(sorted(DTYPES)), st.booleans(), st.booleans(), st.booleans(), st.data(),
+       st.integers(0, 2**16))
+def test_logsumexp_as_torch(backend, shape, dtype, permuted, keepdim, special, data, seed):
+    "torch's values (infinities and NaN included, scores of 1000 too) and, for finite inputs, its gradients."
+    values = planted(shape, seed, dtype) if special else np.random.default_rng(seed).normal(size=shape) * 300.0
+    leaf, their_leaf, x, theirs = twins(backend, values, dtype, permuted)
+    dim = data.draw(st.integers(-x.dims, x.dims - 1))
+    ours, expected = x.logsumexp(dim, keepdim=keepdim), torch.logsumexp(theirs, dim, keepdim=keepdim)
+    assert ours.shape == (tuple(expected.shape) or (1,)) and ours.dtype == x.dtype
+    tolerance = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(ours.to_numpy().ravel(), expected.detach().numpy().ravel(), rtol=tolerance, atol=tolerance)
+    if np.isfinite(values).all():
+        backward_both(backend, ours, expected, seed + 1)
+        np.testing.assert_allclose(leaf.grad.to_numpy(), their_leaf.grad.numpy(), rtol=tolerance, atol=tolerance)
