@@ -1,5 +1,6 @@
 """The exercise-edition tooling: solution regions become stubs that name their task."""
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -80,6 +81,31 @@ def test_a_failing_assert_marks_its_line_and_a_setup_cell_says_so(tmp_path):
     passed, report = check.run_notebook(path, "9.2")
     assert not passed and "cell 2 of 3" in report and "setup cell (untagged)" in report
     assert "-->   1 | import no_such_module_here" in report
+
+
+def test_a_check_ends_at_its_tasks_last_cell_and_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.delenv("IN_TEST", raising=False)
+    path = write_notebook(tmp_path / "demo.ipynb", "import os\nassert os.environ['IN_TEST'] == '1'\nx = 1",
+                          "#| task 9.1\nassert x == 1", "#| task 9.2\nassert False", "raise RuntimeError('a later cell')")
+    passed, report = check.run_notebook(path, "9.1")
+    assert passed, report
+    assert "IN_TEST" not in os.environ   # else a later `nbdev_export` in this process or its children exports nothing
+    assert check.cells_to_run(check.load(path), "9.1") == [1, 2]
+    passed, report = check.run_notebook(path, "9.2")
+    assert not passed and "AssertionError" in report
+
+
+def test_the_round_trip_checks_tasks_with_the_same_cells_once(tmp_path):
+    roundtrip_spec = importlib.util.spec_from_file_location(
+        "roundtrip", Path(__file__).parent.parent / "tools" / "course" / "roundtrip.py")
+    roundtrip = importlib.util.module_from_spec(roundtrip_spec)
+    roundtrip_spec.loader.exec_module(roundtrip)
+    (tmp_path / "nbs").mkdir()
+    write_notebook(tmp_path / "nbs" / "01_a.ipynb", "x = 1", "#| task 9.1 9.2\nassert x", "#| task 9.3\nassert x")
+    write_notebook(tmp_path / "nbs" / "02_b.ipynb", "#| task 9.2\nassert True")
+    units = roundtrip.notebook_checks(tmp_path, ["9.1", "9.2", "9.3"])
+    assert units == {("9.1", "01_a.ipynb"): ["9.1", "9.2"], ("9.3", "01_a.ipynb"): ["9.3"],
+                     ("9.2", "02_b.ipynb"): ["9.2"]}
 
 
 def test_long_cells_show_only_the_lines_around_the_failure():

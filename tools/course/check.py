@@ -2,11 +2,12 @@
 
 Notebook cells belong to a task through the directive `#| task 0.1`. A notebook that holds
 such cells is run with its untagged cells (definitions, prose demos) and the cells of the
-task, in order; cells of other tasks are skipped.
+task, in order, up to the task's last cell; cells of other tasks are skipped.
 
     python tools/course/check.py 0.1                    # one task
     python tools/course/check.py 0.1 --notebooks-only   # only its notebook cells (pytest already ran)
     python tools/course/check.py 0.1 --first-failure    # stop at the first failing check (pytest -x)
+    python tools/course/check.py 0.1 --notebook 00_operators.ipynb   # only its cells in that notebook
     python tools/course/check.py --list                 # every task id found in the course
 
 A failing cell is reported with its notebook, its number (as JupyterLab's status bar counts, from 1)
@@ -22,7 +23,6 @@ import traceback
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
-os.environ["IN_TEST"] = "1"
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = re.compile(r"^\d+\.\d+$")
@@ -87,6 +87,12 @@ def skipped(cell, task: str) -> bool:
         return True
     tasks = cell_tasks(cell)
     return bool(tasks) and task not in tasks
+
+
+def cells_to_run(nb, task: str) -> list[int]:
+    "The indices of the cells of `nb` that a check of `task` runs: every cell not skipped, up to the task's last cell."
+    tagged = [index for index, cell in enumerate(nb.cells) if task in cell_tasks(cell)]
+    return [index for index in range(tagged[-1] + 1 if tagged else 0) if not skipped(nb.cells[index], task)]
 
 
 def cell_of(filename: str, nb) -> int | None:
@@ -157,13 +163,13 @@ def run_notebook(path: Path, task: str, first_failure: bool = False) -> tuple[bo
     nb = load(path)
     shell = CaptureShell(path)
     sys.path.insert(0, str(ROOT))
-    cwd = os.getcwd()
+    cwd, in_test = os.getcwd(), os.environ.get("IN_TEST")
     os.chdir(path.parent)
+    os.environ["IN_TEST"] = "1"  # as under nbdev_test: a notebook's own `nbdev_export()` call exports nothing
     failures: list[tuple[int, BaseException]] = []
     try:
-        for index, cell in enumerate(nb.cells):
-            if skipped(cell, task):
-                continue
+        for index in cells_to_run(nb, task):
+            cell = nb.cells[index]
             shell.run(cell.source)
             if shell.exc is None:
                 continue
@@ -175,6 +181,10 @@ def run_notebook(path: Path, task: str, first_failure: bool = False) -> tuple[bo
                 break
     finally:
         os.chdir(cwd)
+        if in_test is None:
+            os.environ.pop("IN_TEST", None)
+        else:
+            os.environ["IN_TEST"] = in_test
     if not failures:
         return True, f"{path.name}: cells of task {task} passed"
     index, error = failures[0]
@@ -204,9 +214,11 @@ def run_pytest(task: str, first_failure: bool = False) -> tuple[bool, str]:
     return passed, f"pytest: {summary}"
 
 
-def check(task: str, with_pytest: bool = True, first_failure: bool = False) -> bool:
-    "Run the checks of `task` (its notebook cells, and its tests if `with_pytest`) and report; return success."
-    notebooks = [path for path, tasks in notebook_tasks().items() if task in tasks]
+def check(task: str, with_pytest: bool = True, first_failure: bool = False, notebook: str | None = None) -> bool:
+    "Run the checks of `task` (its cells, in `notebook` if named, and its tests if `with_pytest`); return success."
+    notebooks = [path for path, tasks in notebook_tasks().items() if task in tasks and notebook in (None, path.name)]
+    if notebook is not None and not notebooks:
+        raise SystemExit(f"task {task!r} has no checks in a notebook named {notebook!r}")
     has_tests = task in pytest_tasks()
     if not notebooks and not has_tests:
         raise SystemExit(f"task {task!r} has no checks: known tasks are {', '.join(all_tasks())}")
@@ -232,16 +244,22 @@ def all_tasks() -> list[str]:
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
+    notebook = None
+    if "--notebook" in arguments:
+        at = arguments.index("--notebook")
+        notebook = arguments[at + 1] if at + 1 < len(arguments) else ""
+        del arguments[at:at + 2]
     options = {"--notebooks-only", "--first-failure"}
     chosen = options.intersection(arguments)
     arguments = [argument for argument in arguments if argument not in options]
-    if len(arguments) != 1:
-        raise SystemExit("usage: python tools/course/check.py TASK [--notebooks-only] [--first-failure] | --list")
+    if len(arguments) != 1 or notebook == "":
+        raise SystemExit("usage: python tools/course/check.py TASK [--notebooks-only] [--first-failure] "
+                         "[--notebook NAME] | --list")
     if arguments[0] == "--list":
         print(" ".join(all_tasks()))
     elif not TASK_ID.match(arguments[0]):
         raise SystemExit(f"TASK must look like 0.1, got {arguments[0]!r}")
     else:
-        passed = check(arguments[0], with_pytest="--notebooks-only" not in chosen,
-                       first_failure="--first-failure" in chosen)
+        passed = check(arguments[0], with_pytest="--notebooks-only" not in chosen and notebook is None,
+                       first_failure="--first-failure" in chosen, notebook=notebook)
         sys.exit(0 if passed else 1)

@@ -2,7 +2,8 @@
 
 On the course itself every task's notebook check must pass (its pytest tests already ran in
 `make pytest`). In a freshly written exercise edition the package must still import, and every
-task's check must fail on its own task (not on a broken untagged cell). Checks run two at a time.
+task's check must fail on its own task (not on a broken untagged cell). Checks run two at a time;
+on the course, tasks whose checks run exactly the same cells of a notebook are checked there once.
 
     python tools/course/roundtrip.py
 """
@@ -14,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-
+sys.path.insert(0, str(ROOT / "tools" / "course"))
+import check  # noqa: E402
 
 WORKERS = 2
 
@@ -32,6 +34,28 @@ def run_checks(course: Path, tasks: list[str], *options: str) -> dict[str, subpr
         return dict(zip(tasks, pool.map(lambda task: run_check(course, task, *options), tasks)))
 
 
+def notebook_checks(course: Path, tasks: list[str]) -> dict[tuple[str, str], list[str]]:
+    "Each distinct check a task's cells make in one notebook of `course`, as (task, notebook): the tasks it stands for."
+    standing_for: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
+    for path in sorted((course / "nbs").glob("[!_]*.ipynb")):
+        nb = check.load(path)
+        for task in tasks:
+            if any(task in check.cell_tasks(cell) for cell in nb.cells):
+                cells = tuple(nb.cells[index].source for index in check.cells_to_run(nb, task))
+                standing_for.setdefault((path.name, cells), []).append((task, path.name))
+    return {units[0]: [task for task, _ in units] for units in standing_for.values()}
+
+
+def run_notebook_checks(course: Path, tasks: list[str]) -> list[str]:
+    "Run each distinct notebook check of `course` once, `WORKERS` at a time; the reports of those that fail."
+    units = notebook_checks(course, tasks)
+    print(f"  {len(tasks)} tasks' notebook checks in {len(units)} runs (tasks whose cells are the same run once)")
+    with ThreadPoolExecutor(WORKERS) as pool:
+        results = pool.map(lambda unit: run_check(course, unit[0], "--notebooks-only", "--notebook", unit[1]), units)
+        return [f"task {' '.join(units[unit])} fails in {unit[1]} on the solutions:\n{result.stdout}"
+                f"{result.stderr[-2000:]}" for unit, result in zip(units, results) if result.returncode != 0]
+
+
 def tasks_of(course: Path) -> list[str]:
     "Every task id of `course`."
     listing = subprocess.run([sys.executable, str(course / "tools" / "course" / "check.py"), "--list"],
@@ -44,9 +68,7 @@ def main() -> int:
     problems = []
     tasks = tasks_of(ROOT)
     print(f"{len(tasks)} tasks: {' '.join(tasks)}")
-    for task, result in run_checks(ROOT, tasks, "--notebooks-only").items():
-        if result.returncode != 0:
-            problems.append(f"task {task} fails on the solutions:\n{result.stdout}{result.stderr[-2000:]}")
+    problems += run_notebook_checks(ROOT, tasks)
     with tempfile.TemporaryDirectory(prefix="minitorch-exercises-") as tmp:
         edition = Path(tmp)
         subprocess.run([sys.executable, str(ROOT / "tools" / "course" / "exercises.py"), str(edition)], check=True,
