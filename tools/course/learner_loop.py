@@ -3,10 +3,13 @@
 1. Untouched: each numbered notebook, run top to bottom in a fresh kernel, must stop first at a stub
    (`NotImplementedError` of a task) of its own chapter or an earlier one, never at another kind of error.
 2. Solved: every solution typed into the notebooks (the files, as a learner's saved work; nothing exported),
-   then every numbered notebook run in order, each in a fresh kernel: all must run clean. Only the live
-   notebooks (tools/course/live.py) carry the learner's code into the package here.
+   then every numbered notebook run in order, each in a fresh kernel, and the front page (`index`) last:
+   all must run clean. Only the live notebooks (tools/course/live.py) carry the learner's code into the
+   package here. Typed in, the notebooks are the course's own (but for the solution markers; checked),
+   so this is also the course's notebook test: `make test` runs no other.
 
-Cells that `nbdev_test` skips (`#| slow`, `#| cuda`, `#| eval: false`) are skipped here too.
+The two halves run at once, on two editions. Cells that `nbdev_test` skips (`#| slow`, `#| cuda`,
+`#| eval: false`) are skipped here too.
 
     python tools/course/learner_loop.py [--keep DIR]
 """
@@ -18,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -27,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tools" / "site"))
 from nbcells import skip_flags, skipped_as_raw  # noqa: E402
 
 STUB = re.compile(r"Task (\d+)\.(\d+) is not done yet")
+MARKER = re.compile(r"^\s*# (BEGIN SOLUTION.*|END SOLUTION)\s*$")
 TIMEOUT_SECONDS = 900
 
 
@@ -75,6 +80,15 @@ def type_every_solution(edition: Path) -> int:
     return len(regions)
 
 
+def unlike_the_course(edition: Path) -> list[str]:
+    "The notebooks of `edition` whose cells differ from the course's, solution markers and trailing spaces aside."
+    def lines(path: Path) -> list[list[str]]:
+        return [[line.rstrip() for line in cell.source.splitlines() if not MARKER.match(line)]
+                for cell in nbformat.read(path, as_version=4).cells]
+    return [path.name for path in sorted((ROOT / "nbs").glob("[!_]*.ipynb"))
+            if not (edition / "nbs" / path.name).exists() or lines(path) != lines(edition / "nbs" / path.name)]
+
+
 def untouched_problems(edition: Path) -> list[str]:
     "Run each notebook of an untouched edition; the notebooks whose first error is not a stub of their chapter or earlier."
     problems = []
@@ -92,8 +106,8 @@ def untouched_problems(edition: Path) -> list[str]:
 def solved_problems(edition: Path) -> list[str]:
     "Type every solution in, then run each notebook in order in a fresh kernel; the notebooks that fail."
     print(f"  typed {type_every_solution(edition)} solution regions into the notebooks, exported nothing")
-    problems = []
-    for path in numbered_notebooks(edition):
+    problems = [f"solved {name} is not the course's notebook" for name in unlike_the_course(edition)]
+    for path in [*numbered_notebooks(edition), edition / "nbs" / "index.ipynb"]:   # the front page uses chapter 0
         started = time.perf_counter()
         error = run_notebook(path, edition)
         print(f"  solved {path.name}: {'clean' if error is None else 'FAILED: ' + error[:300]}"
@@ -106,13 +120,18 @@ def solved_problems(edition: Path) -> list[str]:
 def main() -> int:
     "Run both halves of the loop on fresh editions; return an exit code."
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, help="write the edition here and keep it (default: a temporary folder)")
+    parser.add_argument("--keep", type=Path, help="write the editions (untouched/, solved/) here and keep them "
+                                                  "(default: a temporary folder)")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="minitorch-learner-") as scratch:
-        edition = (arguments.keep or Path(scratch) / "edition").resolve()
-        write_edition(edition)
-        count = len(numbered_notebooks(edition))
-        problems = untouched_problems(edition) + solved_problems(edition)
+        folder = (arguments.keep or Path(scratch)).resolve()
+        untouched, solved = folder / "untouched", folder / "solved"
+        for edition in (untouched, solved):
+            write_edition(edition)
+        count = len(numbered_notebooks(solved))
+        with ThreadPoolExecutor(2) as pool:
+            halves = [pool.submit(untouched_problems, untouched), pool.submit(solved_problems, solved)]
+            problems = [problem for half in halves for problem in half.result()]
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"learner loop: {count} notebooks, untouched and solved, {len(problems)} problems")
