@@ -34,10 +34,11 @@ LAB_PAGE_CONFIG := $(VENV)/etc/jupyter/labconfig/page_config.json
 
 help:
 	@echo "make lab                 open the course in JupyterLab (LAB_FLAGS='--no-browser --port 8890' for headless)"
-	@echo "make test                sync check, pytest, notebook tests, exercise round trip, learner loop"
+	@echo "make test                sync check, pytest, exercise round trip, learner loop (which runs every notebook)"
+	@echo "make nbtest              every notebook with nbdev's test runner (NBTEST_FLAGS='--path nbs/5*.ipynb --flags slow')"
 	@echo "make exercises DEST=dir  write the exercise edition to dir"
 	@echo "make check TASK=0.1      run the checks of one exercise task; lists the functions still to implement"
-	@echo "make learner-loop        run a fresh edition's notebooks in kernels, untouched and with every solution typed in"
+	@echo "make learner-loop        run every notebook of fresh editions in kernels, untouched and with every solution typed in"
 	@echo "make solution TASK=0.1   (exercise edition) show one task's solution; APPLY=1 puts it into the notebook"
 	@echo "make export              export the notebooks into minitorch/ and clean them"
 	@echo "make bench               time ours against NumPy / PyTorch, with the bars of issue 11 (BENCH_FLAGS='--quick --only matmul')"
@@ -71,7 +72,6 @@ test: venv
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory sync; \
 	$(MAKE) --no-print-directory pytest; \
-	$(MAKE) --no-print-directory nbtest; \
 	$(MAKE) --no-print-directory roundtrip; \
 	$(MAKE) --no-print-directory learner-loop; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
@@ -80,13 +80,15 @@ sync: $(STAMP)
 	@echo "== sync: notebooks export exactly the committed package, and are clean"
 	PATH=$(abspath $(BIN)):$$PATH bash .ci/sync_check.sh
 
+# pytest runs on every core (at most 4 workers: each holds Numba's compiled kernels, and PyTorch where installed).
+PYTEST_FLAGS ?= -n auto --maxprocesses 4 --dist worksteal
 pytest: venv
-	@echo "== pytest tests/"
-	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider
+	@echo "== pytest tests/ (MINITORCH_TEST_DEPTH=$${MINITORCH_TEST_DEPTH:-quick})"
+	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider $(PYTEST_FLAGS)
 
 nbtest: $(STAMP)
 	@echo "== nbdev_test: every notebook, each in a fresh process, two at a time"
-	$(BIN)/python tools/course/nbtest.py
+	$(BIN)/python tools/course/nbtest.py $(NBTEST_FLAGS)
 
 roundtrip: $(STAMP)
 	@echo "== exercise edition round trip"

@@ -1,4 +1,9 @@
-"""Shared pytest set-up: the `task` marker of the exercise edition and optional PyTorch."""
+"""Shared pytest set-up: the `task` marker of the exercise edition, optional PyTorch, and how deep to test.
+
+`MINITORCH_TEST_DEPTH=full` (CI sets it) runs every hypothesis test with the examples it chose; the default,
+`quick`, runs at most `QUICK_MAX_EXAMPLES` of them (the chosen counts are the full depth). On the CUDA
+simulator every example launches dozens of kernels in Python threads, so there the caps are lower still.
+"""
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -11,8 +16,18 @@ from minitorch.cuda_ops import CudaStorage
 settings.register_profile("minitorch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("minitorch")
 
-CUDA_MAX_EXAMPLES = 8
-"Most hypothesis examples per test on the CUDA backend: in the simulator every example launches dozens of kernels."
+DEPTH = os.environ.get("MINITORCH_TEST_DEPTH", "quick")
+QUICK_MAX_EXAMPLES = 10
+"Most hypothesis examples per test at the quick depth."
+CUDA_MAX_EXAMPLES = {"quick": 4, "full": 8}
+"Most hypothesis examples per test on the CUDA backend (in the simulator), at each depth."
+
+
+def examples(chosen: int, on_cuda: bool, depth: str = DEPTH) -> int:
+    "The examples a hypothesis test that chose `chosen` runs at `depth`, on the CUDA simulator or not."
+    if depth == "quick":
+        chosen = min(chosen, QUICK_MAX_EXAMPLES)
+    return min(chosen, CUDA_MAX_EXAMPLES[depth]) if on_cuda else chosen
 
 
 def pytest_addoption(parser):
@@ -20,6 +35,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if DEPTH not in ("quick", "full"):
+        raise pytest.UsageError(f"MINITORCH_TEST_DEPTH must be quick or full, got {DEPTH!r}")
     config.addinivalue_line("markers", "task(id): the test checks exercise task `id` (run with --task id)")
 
 
@@ -33,16 +50,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def fewer_examples_on_cuda(request):
-    "Cap the hypothesis examples of a test run with a CUDA backend (its `backend` parameter keeps `CudaStorage`)."
+def examples_at_this_depth(request):
+    "Set the hypothesis examples of this test by `examples` (a CUDA backend: its `backend` parameter keeps `CudaStorage`)."
     callspec = getattr(request.node, "callspec", None)
     test = request.function
     chosen = getattr(test, "_hypothesis_internal_use_settings", None)  # where @settings/@given keep them
     on_cuda = getattr(callspec.params.get("backend"), "storage", None) is CudaStorage if callspec else False
-    if chosen is None or not on_cuda:
+    if chosen is None or examples(chosen.max_examples, on_cuda) == chosen.max_examples:
         yield
         return
-    test._hypothesis_internal_use_settings = settings(chosen, max_examples=min(chosen.max_examples, CUDA_MAX_EXAMPLES))
+    test._hypothesis_internal_use_settings = settings(chosen, max_examples=examples(chosen.max_examples, on_cuda))
     try:
         yield
     finally:

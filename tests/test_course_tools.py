@@ -171,6 +171,11 @@ def test_e2e_runs_flagged_cells_and_leaves_only_unrunnable_ones_raw(tmp_path, mo
     copy = e2e.course_copy(tmp_path / "again", [nbs / "05_demo.ipynb"])
     kinds = [cell.cell_type for cell in nbformat.read(copy / "05_demo.ipynb", as_version=4).cells]
     assert kinds == ["markdown", "code", "raw", "raw", "raw", "raw"]
+    monkeypatch.setenv("E2E_KEEP_FLAGGED", "05,07")
+    (tmp_path / "kept").mkdir()
+    copy = e2e.course_copy(tmp_path / "kept", [nbs / "05_demo.ipynb"])
+    kinds = [cell.cell_type for cell in nbformat.read(copy / "05_demo.ipynb", as_version=4).cells]
+    assert kinds == ["markdown", "code", "code", "code", "raw", "raw"]
 
 
 def test_the_course_jupyterlab_settings_are_valid_and_quiet():
@@ -199,3 +204,10 @@ def test_make_lab_starts_jupyterlab_with_the_course_settings(tmp_path):
         assert '"@jupyterlab/apputils-extension:announcements"' in page.split('"disabledExtensions"', 1)[1][:400]
     finally:
         e2e.stop_lab(lab)
+
+
+def test_the_test_depth_caps_hypothesis_examples():
+    import conftest
+    assert [conftest.examples(30, False, "quick"), conftest.examples(30, False, "full")] == [10, 30]
+    assert [conftest.examples(30, True, "quick"), conftest.examples(30, True, "full")] == [4, 8]
+    assert conftest.examples(3, True, "full") == 3 and conftest.examples(5, False, "quick") == 5
