@@ -3,6 +3,7 @@
     python tools/site/e2e.py [NOTEBOOK ...]        # default: nbs/index.ipynb and every nbs/NN_*.ipynb
     E2E_ONLY=01_module,43 python tools/site/e2e.py  # only notebooks whose names start with one of these
     E2E_SKIP_FLAGS="slow cuda" python tools/site/e2e.py  # leave cells with these flags unrun (default: none)
+    E2E_SKIP_FLAGS=slow E2E_KEEP_FLAGGED=54 python tools/site/e2e.py  # ... but in notebooks 54* run them all
 
 Notebooks run as a learner runs them: every cell, the flagged ones (`#| slow`, `#| cuda`, `#| notest`)
 included. A flagged cell that needs what the machine lacks (a GPU, the MNIST files) checks for it itself
@@ -101,6 +102,12 @@ def skipped_flags() -> set[str]:
     return set(os.environ.get("E2E_SKIP_FLAGS", "").replace(",", " ").split())
 
 
+def skipped_flags_in(path: Path) -> set[str]:
+    "The flags left unrun in the notebook at `path`: none where $E2E_KEEP_FLAGGED names it (prefixes), else those above."
+    kept = os.environ.get("E2E_KEEP_FLAGGED", "").replace(",", " ").split()
+    return set() if any(path.name.startswith(prefix) for prefix in kept) else skipped_flags()
+
+
 def chosen(notebooks: list[Path], only: str) -> list[Path]:
     "The `notebooks` whose names start with one of the comma- or space-separated prefixes in `only`."
     prefixes = only.replace(",", " ").split()
@@ -125,10 +132,9 @@ def course_copy(workdir: Path, notebooks: list[Path]) -> Path:
             (course / entry.name).symlink_to(entry)
     nbs = course / "nbs"
     shutil.copytree(ROOT / "nbs", nbs, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    flags = skipped_flags()
     for path in notebooks:
         nb = nbformat.read(nbs / path.name, as_version=4)
-        if skipped_as_raw(nb, flags):
+        if skipped_as_raw(nb, skipped_flags_in(path)):
             nbformat.write(nb, nbs / path.name)
     return nbs
 
@@ -346,8 +352,9 @@ def main(names: list[str]) -> int:
         lab = start_lab(workdir, nbs, port, token)
         RUNNING_LAB.append(lab)
         try:
-            skipped = f"cells flagged {' '.join(sorted(skipped_flags()))} left unrun" if skipped_flags() else \
-                "flagged cells run too"
+            kept = os.environ.get("E2E_KEEP_FLAGGED", "").strip()
+            skipped = (f"cells flagged {' '.join(sorted(skipped_flags()))} left unrun"
+                       + (f" (but in {kept})" if kept else "")) if skipped_flags() else "flagged cells run too"
             print(f"e2e: JupyterLab on 127.0.0.1:{port}, {len(notebooks)} notebooks, {skipped}")
             settings_problems = course_settings_problems(f"http://127.0.0.1:{port}", token)
             results["course settings"] = settings_problems
