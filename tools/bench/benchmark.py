@@ -18,6 +18,9 @@ the rows named float32.
     python tools/bench/benchmark.py --quick            # fewer and shorter samples
     python tools/bench/benchmark.py --only matmul      # rows whose name contains "matmul" (case-insensitive)
     python tools/bench/benchmark.py --threads 1        # numba, NumPy's BLAS and PyTorch on one thread each
+
+A full run (every row: no --quick, no --only) also writes its table to tools/bench/RESULTS.md, the project's current
+figures, with the date, the machine, the commit and the flags; partial runs leave that file alone.
 """
 import argparse
 import datetime
@@ -26,9 +29,12 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -246,24 +252,36 @@ def set_threads(count: int) -> None:
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def threads_line() -> str:
+    "The threads of numba, NumPy's BLAS and PyTorch, with the environment variables that set them."
+    settings = [f"{name}={os.environ[name]}" for name in THREAD_VARIABLES if name in os.environ]
+    return f"threads (library version: threads): {thread_description()}" + (f" ({', '.join(settings)})" if settings else "")
+
+
 def print_machine() -> None:
     "The machine, the date and the threads (with the environment variables that set them), for the record."
     cores = usable_cores()
     print(f"machine: {cpu_model()}, {cores} usable cores of {os.cpu_count()}, {platform.system()} "
           f"{platform.release()}, Python {platform.python_version()}")
-    settings = [f"{name}={os.environ[name]}" for name in THREAD_VARIABLES if name in os.environ]
-    print(f"threads (library version: threads): {thread_description()}" + (f" ({', '.join(settings)})" if settings else ""))
+    print(threads_line())
     print(f"date:    {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 
-def print_load(moment: str, own_share: float = 0.0) -> bool:
+def say(line: str, record: list[str] | None = None) -> None:
+    "Print `line` (at once), and keep it in `record` when one is given: the lines that go into RESULTS.md."
+    print(line, flush=True)
+    if record is not None:
+        record.append(line)
+
+
+def print_load(moment: str, own_share: float = 0.0, record: list[str] | None = None) -> bool:
     "Print the load average; return whether the machine looked idle once this process's own share is taken off."
     loads = os.getloadavg()
     own = f", of which this benchmark's own threads about {own_share:.2f}" if own_share else ""
-    print(f"load average {moment}: {loads[0]:.2f} {loads[1]:.2f} {loads[2]:.2f} (1, 5, 15 min{own})")
+    say(f"load average {moment}: {loads[0]:.2f} {loads[1]:.2f} {loads[2]:.2f} (1, 5, 15 min{own})", record)
     warning = idle_warning(max(0.0, loads[0] - own_share), usable_cores())
     if warning:
-        print(warning)
+        say(warning, record)
     return warning is None
 
 
@@ -778,18 +796,69 @@ def measured_line(name: str, row: Row, ours: Summary, reference: Summary | None)
             f"{str(row.bar) if row.bar else '':<16} {verdict:<8} {row.reference_name}"), met
 
 
-def measure(spec: Spec, repeats: int, sample_seconds: float) -> bool | None:
-    "Build, time and print one row; return whether it met its bar (None: no bar or not run)."
+def measure(spec: Spec, repeats: int, sample_seconds: float, record: list[str] | None = None) -> bool | None:
+    "Build, time and print one row (kept in `record`); return whether it met its bar (None: no bar or not run)."
     row = spec.build()
     if row.reference is None:
-        print(f"{spec.name:<58} skipped: {row.reference_name}")
+        say(f"{spec.name:<58} skipped: {row.reference_name}", record)
         return None
     repeats = min(repeats, row.max_repeats or repeats)
     ours_seconds, reference_seconds = interleaved(row.ours, row.reference, repeats, sample_seconds * row.sample_scale,
                                                   row.collector, prelude=row.prelude)
     line, met = measured_line(spec.name, row, summarise(ours_seconds), summarise(reference_seconds))
-    print(line, flush=True)
+    say(line, record)
     return met
+
+
+# ---------------------------------------------------------------- the record of a full run
+
+RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
+"Where a full run writes its table: the project's current figures (tracked; partial runs never touch it)."
+
+
+def git_commit() -> str:
+    "The short commit of the checkout, with `+changes` when tracked files differ from it (RESULTS.md aside)."
+    root = RESULTS.parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=30, check=True).stdout.strip()
+        # --no-optional-locks: only read, never refresh the index, even if another git command is running
+        changes = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no", "--",
+                                  ".", f":(exclude){RESULTS.relative_to(root).as_posix()}"],
+                                 cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout, or git failed)"
+    return commit + ("+changes" if changes else "")
+
+
+def write_results(started: datetime.datetime, flags: list[str], lines: list[str]) -> Path:
+    "Write a full run's table to RESULTS.md atomically (a temporary file in its folder, then os.replace)."
+    header = (f"{started:%Y-%m-%d %H:%M} UTC; {cpu_model()}, {usable_cores()} usable cores of {os.cpu_count()}; "
+              f"commit {git_commit()}; flags: {' '.join(flags) if flags else 'none'}")
+    text = "\n".join([
+        "# `make bench`: the current figures",
+        "",
+        header,
+        "",
+        "Written by `tools/bench/benchmark.py` at the end of its last full run (every row; `--quick` and `--only` "
+        "runs leave this file alone). Do not edit it: run `make bench` on an idle machine and commit the result. "
+        "The columns are explained at the top of `benchmark.py`; how to measure: MAINTAINERS.md, *Speed*.",
+        "",
+        "```text",
+        *lines,
+        "```",
+        "",
+    ])
+    descriptor, temporary = tempfile.mkstemp(dir=RESULTS.parent, prefix=".RESULTS.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; the table is for everyone
+        os.replace(temporary, RESULTS)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return RESULTS
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -805,7 +874,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    "Run the selected rows and print them with the machine and its load; 1 if a row failed, else 0."
+    "Run the selected rows, print them with the machine and its load, and write RESULTS.md after a full run."
+    flags = list(sys.argv[1:] if argv is None else argv)
     options = parse_arguments(argv)
     specs = [spec for spec in rows(mnist_batches=1 if options.quick else 4)
              if options.only.lower() in spec.name.lower()]
@@ -819,26 +889,37 @@ def main(argv: list[str] | None = None) -> int:
         set_threads(options.threads)
     repeats = options.repeats or (5 if options.quick else 15)
     sample_seconds = 0.02 if options.quick else 0.1
+    full_run = not (options.quick or options.only)
+    table: list[str] | None = [] if full_run else None   # the lines RESULTS.md keeps, printed as they come
+    started = datetime.datetime.now(datetime.timezone.utc)
     print_machine()
-    idle_before = print_load("before")
+    if table is not None:
+        table.append(threads_line())
+    idle_before = print_load("before", record=table)
     started_wall, started_cpu = time.perf_counter(), time.process_time()
-    print("ratio = reference median / ours (above 1: ours faster); ± = interquartile range / median; "
-          f"{repeats} samples per side, interleaved\n")
-    print(HEADER)
+    say("ratio = reference median / ours (above 1: ours faster); ± = interquartile range / median; "
+        f"{repeats} samples per side, interleaved\n", table)
+    say(HEADER, table)
     verdicts, failures = [], []
     for spec in specs:
         try:
-            verdicts.append(measure(spec, repeats, sample_seconds))
+            verdicts.append(measure(spec, repeats, sample_seconds, table))
         except Exception as error:  # one broken row must not hide the others
             failures.append(spec.name)
-            print(f"{spec.name:<58} FAILED: {type(error).__name__}: {error}", flush=True)
-    print()
+            say(f"{spec.name:<58} FAILED: {type(error).__name__}: {error}", table)
+    say("", table)
     # the 1-minute load now includes this run's own threads: judge the rest (CPU seconds per second spent here)
-    idle_after = print_load("after", (time.process_time() - started_cpu) / (time.perf_counter() - started_wall))
+    idle_after = print_load("after", (time.process_time() - started_cpu) / (time.perf_counter() - started_wall), table)
     judged = [met for met in verdicts if met is not None]
-    print(f"bars met: {sum(judged)} of {len(judged)}" + (f"; rows failed: {', '.join(failures)}" if failures else ""))
+    say(f"bars met: {sum(judged)} of {len(judged)}" + (f"; rows failed: {', '.join(failures)}" if failures else ""), table)
     if not (idle_before and idle_after):
-        print("These figures were taken on a busy machine: do not quote them.")
+        say("These figures were taken on a busy machine: do not quote them.", table)
+    if table is not None:
+        try:
+            print(f"wrote {write_results(started, flags, table)}")
+        except OSError as error:
+            print(f"could not write {RESULTS}: {error}")
+            return 1
     return 1 if failures else 0
 
 
