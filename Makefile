@@ -72,8 +72,8 @@ test: venv
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory sync; \
 	$(MAKE) --no-print-directory pytest; \
-	$(MAKE) --no-print-directory roundtrip; \
-	$(MAKE) --no-print-directory learner-loop; \
+	echo "== roundtrip and learner-loop side by side (each prints when it ends): they work on editions of their own"; \
+	$(MAKE) --no-print-directory -j2 --output-sync=target roundtrip learner-loop; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
 
 sync: $(STAMP)
@@ -166,7 +166,7 @@ browser-tools: $(E2E_STAMP) $(CHROMIUM) $(MATHJAX)
 
 # E2E_ONLY=01_module,43 runs only the notebooks whose names start with one of those prefixes.
 e2e: $(E2E_STAMP) $(CHROMIUM) lab-settings
-	@echo "== e2e: every notebook run in JupyterLab through a browser, flagged cells too"
+	@echo "== e2e: every notebook run in JupyterLab through a browser, flagged cells too unless E2E_SKIP_FLAGS says"
 	$(BIN)/python tools/site/e2e.py
 	$(BIN)/python tools/site/learner_demo.py 23_tensor_functions.ipynb
 
