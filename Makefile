@@ -95,7 +95,7 @@ roundtrip: $(STAMP)
 	$(BIN)/python tools/course/roundtrip.py
 
 learner-loop: $(STAMP)
-	@echo "== learner loop: a fresh edition worked through in Jupyter kernels, as a learner does"
+	@echo "== learner loop: two fresh editions worked through in Jupyter kernels, as a learner does (untouched, solved)"
 	$(BIN)/python tools/course/learner_loop.py
 
 exercises: $(STAMP)

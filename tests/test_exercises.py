@@ -95,17 +95,19 @@ def test_a_check_ends_at_its_tasks_last_cell_and_leaves_the_environment_as_it_wa
     assert not passed and "AssertionError" in report
 
 
-def test_the_round_trip_checks_tasks_with_the_same_cells_once(tmp_path):
+def test_the_round_trip_checks_tasks_with_the_same_cells_once_and_leaves_prefixes_to_the_learner_loop(tmp_path):
     roundtrip_spec = importlib.util.spec_from_file_location(
         "roundtrip", Path(__file__).parent.parent / "tools" / "course" / "roundtrip.py")
     roundtrip = importlib.util.module_from_spec(roundtrip_spec)
     roundtrip_spec.loader.exec_module(roundtrip)
     (tmp_path / "nbs").mkdir()
-    write_notebook(tmp_path / "nbs" / "01_a.ipynb", "x = 1", "#| task 9.1 9.2\nassert x", "#| task 9.3\nassert x")
+    write_notebook(tmp_path / "nbs" / "01_a.ipynb", "x = 1", "#| task 9.3\nassert x", "#| task 9.1 9.2\nassert x",
+                   "#| slow\n#| task 9.4\nassert x", "#| task 9.5\nassert x")
     write_notebook(tmp_path / "nbs" / "02_b.ipynb", "#| task 9.2\nassert True")
-    units = roundtrip.notebook_checks(tmp_path, ["9.1", "9.2", "9.3"])
-    assert units == {("9.1", "01_a.ipynb"): ["9.1", "9.2"], ("9.3", "01_a.ipynb"): ["9.3"],
-                     ("9.2", "02_b.ipynb"): ["9.2"]}
+    units = roundtrip.notebook_checks(tmp_path, ["9.1", "9.2", "9.3", "9.4", "9.5"])
+    # 9.1 and 9.2 leave out 9.3's cell, in the same way; 9.3 and 02_b's 9.2 run prefixes (as does 9.4, whose
+    # only cell is never tested); 9.5 leaves out 9.1-9.3's cells, but not 9.4's (a slow cell is never run)
+    assert units == {("9.1", "01_a.ipynb"): ["9.1", "9.2"], ("9.5", "01_a.ipynb"): ["9.5"]}
 
 
 def test_long_cells_show_only_the_lines_around_the_failure():

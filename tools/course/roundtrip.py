@@ -1,9 +1,11 @@
 """Check the exercise edition end to end.
 
 On the course itself every task's notebook check must pass (its pytest tests already ran in
-`make pytest`). In a freshly written exercise edition the package must still import, and every
-task's check must fail on its own task (not on a broken untagged cell). Checks run two at a time;
-on the course, tasks whose checks run exactly the same cells of a notebook are checked there once.
+`make pytest`). A check that leaves out no other task's cells runs a prefix of its notebook, which the
+learner loop runs whole, so only the others run here, and tasks whose checks run exactly the same cells
+of a notebook are checked there once. In a freshly written exercise edition the package must still
+import, and every task's check must fail on its own task (not on a broken untagged cell). Checks run
+two at a time.
 
     python tools/course/roundtrip.py
 """
@@ -34,13 +36,22 @@ def run_checks(course: Path, tasks: list[str], *options: str) -> dict[str, subpr
         return dict(zip(tasks, pool.map(lambda task: run_check(course, task, *options), tasks)))
 
 
+def leaves_out_other_tasks(nb, task: str) -> bool:
+    "Whether a check of `task` skips a cell of another task: else it runs a prefix of the notebook's tested cells."
+    run = check.cells_to_run(nb, task)
+    return any(index not in run and not check.skipped(nb.cells[index], check.cell_tasks(nb.cells[index])[0])
+               for index in range(run[-1] + 1 if run else 0) if check.cell_tasks(nb.cells[index]))
+
+
 def notebook_checks(course: Path, tasks: list[str]) -> dict[tuple[str, str], list[str]]:
-    "Each distinct check a task's cells make in one notebook of `course`, as (task, notebook): the tasks it stands for."
+    """Each distinct check of a task's cells in one notebook of `course` that leaves out another task's cells,
+    as (task, notebook): the tasks it stands for. A check that leaves out none runs a prefix of the notebook,
+    which the learner loop's solved half runs whole (the same cells): it would only repeat that."""
     standing_for: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
     for path in sorted((course / "nbs").glob("[!_]*.ipynb")):
         nb = check.load(path)
         for task in tasks:
-            if any(task in check.cell_tasks(cell) for cell in nb.cells):
+            if any(task in check.cell_tasks(cell) for cell in nb.cells) and leaves_out_other_tasks(nb, task):
                 cells = tuple(nb.cells[index].source for index in check.cells_to_run(nb, task))
                 standing_for.setdefault((path.name, cells), []).append((task, path.name))
     return {units[0]: [task for task, _ in units] for units in standing_for.values()}
@@ -49,7 +60,8 @@ def notebook_checks(course: Path, tasks: list[str]) -> dict[tuple[str, str], lis
 def run_notebook_checks(course: Path, tasks: list[str]) -> list[str]:
     "Run each distinct notebook check of `course` once, `WORKERS` at a time; the reports of those that fail."
     units = notebook_checks(course, tasks)
-    print(f"  {len(tasks)} tasks' notebook checks in {len(units)} runs (tasks whose cells are the same run once)")
+    print(f"  {len(tasks)} tasks' notebook checks in {len(units)} runs: those that leave out another task's cells, "
+          f"each distinct one once (the others run a prefix of a notebook the learner loop runs whole)")
     with ThreadPoolExecutor(WORKERS) as pool:
         results = pool.map(lambda unit: run_check(course, unit[0], "--notebooks-only", "--notebook", unit[1]), units)
         return [f"task {' '.join(units[unit])} fails in {unit[1]} on the solutions:\n{result.stdout}"
