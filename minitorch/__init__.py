@@ -6,6 +6,7 @@
 __all__ = []
 
 # %% ../nbs/99_api.ipynb #c8fc1dcd
+from . import process  # first: it sets the process up before any module starts Numba's threads
 from . import operators
 from .operators import prod
 from .datasets import Graph, MNISTNotFoundError, datasets, digits, mnist, read_idx
@@ -57,7 +58,7 @@ __version__ = "0.1.0"
 # %% ../nbs/99_api.ipynb #795b5df1
 # Every name imported above, once, in the order of the chapters. (nbdev writes its own `__all__` at the top of the
 # file from the names this file defines; it defines none, so that one is empty and this one replaces it.)
-__all__ = ["operators", "prod", "Graph", "datasets", "mnist", "digits", "read_idx", "MNISTNotFoundError",
+__all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits", "read_idx", "MNISTNotFoundError",
            "Module", "Parameter", "MathCase", "MathTest", "MathTestVariable", "math_cases", "central_difference",
            "Variable", "backpropagate", "derivative_check", "topological_sort",
            "scalar_functions", "Context", "Scalar", "ScalarFunction", "ScalarHistory", "GraphDrawing", "draw_graph",

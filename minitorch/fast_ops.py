@@ -8,12 +8,9 @@ __all__ = ['LANE_WIDTH', 'ROW_BLOCK', 'INNER_BLOCK', 'COLUMN_BLOCK', 'blocked_ma
            'blocked_matrix_multiply_kernel', 'FastOps', 'CourseOps']
 
 # %% ../nbs/30_fast_ops.ipynb #7452e0c5
-import ctypes
 import functools
-import os
-import platform
 import types
-from typing import Any, Callable, Mapping, MutableMapping
+from typing import Any, Callable
 
 import numpy as np
 import numba
@@ -244,54 +241,6 @@ def kernel_for(kernel: Callable[..., None], work: int) -> Callable[..., None]:
         use_threads(work)
         return kernel
     return single_threaded(kernel)
-
-# %% ../nbs/30_fast_ops.ipynb #80dedab2
-SPIN_COUNT = 1000
-"Iterations an idle OpenMP thread of ours spins before it sleeps (libgomp's default: 300,000)."
-
-
-def thread_pool_started() -> bool:
-    "Whether Numba's thread pool (and with it `libgomp`) is already loaded, too late to set its spin."
-    return bool(getattr(numba.np.ufunc.parallel, "_is_initialized", False))
-
-
-def start_threads_spinning_briefly(environ: MutableMapping[str, str] = os.environ) -> bool:
-    "Start Numba's pool with `GOMP_SPINCOUNT=SPIN_COUNT` unless the user set a wait policy; whether it did."
-    if "GOMP_SPINCOUNT" in environ or "OMP_WAIT_POLICY" in environ or thread_pool_started():
-        return False
-    environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
-    try:
-        numba.get_num_threads()  # loads the threading layer: libgomp reads its variables now, and only now
-    finally:
-        del environ["GOMP_SPINCOUNT"]  # child processes keep their own (PyTorch imported later shares this libgomp)
-    return True
-
-
-start_threads_spinning_briefly()
-
-# %% ../nbs/30_fast_ops.ipynb #d5cced73
-KEPT_FREE_BYTES = 512 * 2**20
-"Freed memory glibc keeps for reuse instead of returning it to the operating system."
-LARGEST_REUSED_BLOCK = 256 * 2**20
-"Blocks up to this size are served from that kept memory; larger ones are mapped afresh each time."
-OLDER_GLIBC_LARGEST_BLOCK = 32 * 2**20
-"The largest such size that older glibc versions accept."
-MALLOPT_TRIM_THRESHOLD, MALLOPT_MMAP_THRESHOLD = -1, -3  # the parameter numbers of glibc's <malloc.h>
-
-
-def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
-    "Ask glibc to keep freed blocks for reuse, unless the user set its allocator up or there is no glibc; whether it did."
-    if any(name in environ for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
-        return False
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    libc = ctypes.CDLL(None)
-    served_from_kept = (libc.mallopt(MALLOPT_MMAP_THRESHOLD, LARGEST_REUSED_BLOCK)
-                        or libc.mallopt(MALLOPT_MMAP_THRESHOLD, OLDER_GLIBC_LARGEST_BLOCK))
-    return bool(served_from_kept and libc.mallopt(MALLOPT_TRIM_THRESHOLD, KEPT_FREE_BYTES))
-
-
-keep_freed_memory()
 
 # %% ../nbs/30_fast_ops.ipynb #517efd39
 @functools.cache

@@ -106,6 +106,32 @@ def test_rows_after_numpy_time_ours_against_ours_alone(benchmark):
     assert row.bar == benchmark.Bar(0.5, most_spread=0.25) and row.bytes == 3 * 8 * 10**7
 
 
+def test_rows_after_numpy_run_again_in_a_child_that_imports_pytorch_first(benchmark, monkeypatch, capsys):
+    firsts = [spec for spec in benchmark.rows(mnist_batches=1) if spec.torch_first]
+    assert [spec.torch_first for spec in firsts] == ["matmul 64x784 @ 784x128 after NumPy", "add 1e7 after NumPy"]
+    assert all(spec.name == f"{spec.torch_first}, PyTorch imported first" for spec in firsts)
+    monkeypatch.setattr(benchmark, "try_torch", lambda: None)
+    assert benchmark.measure(firsts[0], repeats=1, sample_seconds=0.0) is None
+    assert "skipped: PyTorch is not installed" in capsys.readouterr().out
+
+
+def test_a_child_row_imports_pytorch_before_minitorch_and_prints_its_line_as_json():
+    pytest.importorskip("torch")
+    name = "matmul 64x784 @ 784x128 after NumPy"
+    probe = (f"import sys, runpy; sys.argv = [{str(TOOL)!r}, '--torch-first', '--child-row', {name!r}, '--repeats', '1',"
+             " '--sample-seconds', '0.001']; mods = sys.modules; import builtins; order = []; real = builtins.__import__\n"
+             "def spy(n, *a, **k):\n    order.append(n) if n in ('torch', 'minitorch') and n not in order else None\n"
+             "    return real(n, *a, **k)\n"
+             "builtins.__import__ = spy\n"
+             "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n    pass\nprint(order)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    *_, line, order = result.stdout.strip().splitlines()
+    import json
+    measured = json.loads(line)
+    assert measured["line"].startswith(name) and measured["met"] in (True, False) and order == "['torch', 'minitorch']"
+
+
 def test_wait_takes_the_time_it_is_given(benchmark):
     start = benchmark.time.perf_counter()
     benchmark.wait(0.02)

@@ -25,6 +25,7 @@ figures, with the date, the machine, the commit and the flags; partial runs leav
 import argparse
 import datetime
 import gc
+import json
 import os
 import platform
 import random
@@ -38,6 +39,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+if "--torch-first" in sys.argv[1:]:  # a child run of the rows "..., PyTorch imported first": before minitorch
+    import torch  # noqa: F401
 
 import minitorch
 
@@ -84,9 +88,11 @@ class Row:
 
 @dataclass(frozen=True)
 class Spec:
-    "A row's name (what `--only` matches) and how to build it; building is left until the row is selected."
+    """A row's name (what `--only` matches) and how to build it; building is left until the row is selected. A row
+    with `torch_first` is the row of that name measured in a child process that imports PyTorch before minitorch."""
     name: str
-    build: Callable[[], Row]
+    build: Callable[[], Row] | None
+    torch_first: str | None = None
 
 
 @dataclass(frozen=True)
@@ -727,6 +733,8 @@ def rows(mnist_batches: int) -> list[Spec]:
     specs.append(Spec("add 1e7", add_row((10**7,))))
     specs.append(Spec("matmul 64x784 @ 784x128 after NumPy", after_numpy_row(matmul_row((64, 784), (784, 128)), Bar(0.5))))
     specs.append(Spec("add 1e7 after NumPy", after_numpy_row(add_row((10**7,)), Bar(0.5, most_spread=0.25))))
+    specs += [Spec(f"{name}, PyTorch imported first", None, torch_first=name)
+              for name in ("matmul 64x784 @ 784x128 after NumPy", "add 1e7 after NumPy")]
     specs += [Spec(f"add 10x10 (per-op overhead), {name}", add_row((10, 10), name, Bar(most_micros=15)))
               for name in BACKENDS]
     specs.append(Spec("sum(1) 1000x10000", sum_row()))
@@ -796,8 +804,26 @@ def measured_line(name: str, row: Row, ours: Summary, reference: Summary | None)
             f"{str(row.bar) if row.bar else '':<16} {verdict:<8} {row.reference_name}"), met
 
 
-def measure(spec: Spec, repeats: int, sample_seconds: float, record: list[str] | None = None) -> bool | None:
+def measure_in_child(spec: Spec, repeats: int, sample_seconds: float, threads: int | None) -> tuple[str, bool | None]:
+    "The line and verdict of row `spec.torch_first`, measured in a child process that imports PyTorch first."
+    if try_torch() is None:
+        return f"{spec.name:<58} skipped: PyTorch is not installed", None
+    command = [sys.executable, __file__, "--torch-first", "--child-row", spec.torch_first, "--repeats", str(repeats),
+               "--sample-seconds", str(sample_seconds)] + (["--threads", str(threads)] if threads else [])
+    child = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if child.returncode != 0 or not child.stdout.strip():
+        raise RuntimeError(f"the child run failed: {(child.stderr or child.stdout).strip().splitlines()[-1:]}")
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    return spec.name.ljust(58) + result["line"][58:], result["met"]
+
+
+def measure(spec: Spec, repeats: int, sample_seconds: float, record: list[str] | None = None,
+            threads: int | None = None) -> bool | None:
     "Build, time and print one row (kept in `record`); return whether it met its bar (None: no bar or not run)."
+    if spec.torch_first:
+        line, met = measure_in_child(spec, repeats, sample_seconds, threads)
+        say(line, record)
+        return met
     row = spec.build()
     if row.reference is None:
         say(f"{spec.name:<58} skipped: {row.reference_name}", record)
@@ -870,13 +896,31 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="samples of each side per row (default 15, quick 5)")
     parser.add_argument("--threads", type=int, default=None, help="threads for numba, NumPy's BLAS and PyTorch")
     parser.add_argument("--list", action="store_true", help="print the row names and exit")
+    parser.add_argument("--torch-first", action="store_true", help=argparse.SUPPRESS)  # read before `import minitorch`
+    parser.add_argument("--child-row", default=None, help=argparse.SUPPRESS)  # measure this row; print it as JSON
+    parser.add_argument("--sample-seconds", type=float, default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def child_row(name: str, repeats: int, sample_seconds: float) -> int:
+    "Measure the row called `name` and print its line and verdict as JSON (for a parent's row in another process)."
+    spec = next(spec for spec in rows(mnist_batches=1) if spec.name == name)
+    row = spec.build()
+    ours, reference = interleaved(row.ours, row.reference, repeats, sample_seconds * row.sample_scale, row.collector,
+                                  prelude=row.prelude)
+    line, met = measured_line(name, row, summarise(ours), summarise(reference))
+    print(json.dumps({"line": line, "met": met}))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     "Run the selected rows, print them with the machine and its load, and write RESULTS.md after a full run."
     flags = list(sys.argv[1:] if argv is None else argv)
     options = parse_arguments(argv)
+    if options.threads:
+        set_threads(options.threads)
+    if options.child_row:
+        return child_row(options.child_row, options.repeats or 15, options.sample_seconds or 0.1)
     specs = [spec for spec in rows(mnist_batches=1 if options.quick else 4)
              if options.only.lower() in spec.name.lower()]
     if options.list:
@@ -885,10 +929,8 @@ def main(argv: list[str] | None = None) -> int:
     if not specs:
         print(f"no row matches {options.only!r}; --list shows the names")
         return 1
-    if options.threads:
-        set_threads(options.threads)
     repeats = options.repeats or (5 if options.quick else 15)
-    sample_seconds = 0.02 if options.quick else 0.1
+    sample_seconds = options.sample_seconds or (0.02 if options.quick else 0.1)
     full_run = not (options.quick or options.only)
     table: list[str] | None = [] if full_run else None   # the lines RESULTS.md keeps, printed as they come
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -903,7 +945,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts, failures = [], []
     for spec in specs:
         try:
-            verdicts.append(measure(spec, repeats, sample_seconds, table))
+            verdicts.append(measure(spec, repeats, sample_seconds, table, options.threads))
         except Exception as error:  # one broken row must not hide the others
             failures.append(spec.name)
             say(f"{spec.name:<58} FAILED: {type(error).__name__}: {error}", table)
