@@ -18,8 +18,8 @@ from numba.extending import register_jitable
 
 from . import operators
 from .autodiff import Context
-from .conv import as_array, block_total, from_array, on_cuda
-from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, launch
+from .conv import as_array, block_total, from_array
+from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, compilable, kernel_for
 from .module import Module
 from .nn import Dropout, Linear, dropout, softmax, xavier_uniform
@@ -193,6 +193,9 @@ def cuda_softmax_backward(grad_output: Tensor, out: Tensor) -> Tensor:
            (grad_rows._tensor, grad_output.to(out.dtype).contiguous()._tensor, out._tensor))
     return grad_rows
 
+
+CudaOps.operations.update(softmax=cuda_softmax, softmax_backward=cuda_softmax_backward)
+
 # %% ../nbs/52_attention.ipynb #f2e50b90
 class SoftmaxFun(Function):
     "The softmax of each row of a contiguous (rows, S) tensor: one kernel each way."
@@ -200,14 +203,14 @@ class SoftmaxFun(Function):
     @staticmethod
     def forward(ctx: Context, rows: Tensor) -> Tensor:
         rows = rows.detach().contiguous()
-        out = (cuda_softmax if on_cuda(rows) else host_softmax)(rows)
+        out = rows.backend.operation("softmax", host_softmax)(rows)  # the GPU's kernel on the CUDA backend
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
         (out,) = ctx.saved_values
-        return (cuda_softmax_backward if on_cuda(out) else host_softmax_backward)(grad_output, out)
+        return out.backend.operation("softmax_backward", host_softmax_backward)(grad_output, out)
 
 
 def fused_softmax(input: Tensor, dim: int) -> Tensor:

@@ -8,10 +8,11 @@ __all__ = ['FAST', 'maps_index_device', 'maps_position_device', 'conv_output_siz
            'conv2d_forward_kernel', 'conv2d_backward_input_kernel', 'conv2d_backward_weight_kernel',
            'fast_conv2d_forward_kernel', 'fast_conv2d_backward_input_kernel', 'fast_conv2d_backward_weight_kernel',
            'padded_planes', 'stride_one_geometry', 'fast_conv2d', 'fast_conv2d_backward', 'as_pair', 'check_conv',
-           'uses_course_kernels', 'end_padded', 'course_conv', 'course_conv_backward', 'on_cuda', 'as_maps_shape',
-           'as_maps', 'maps_index', 'maps_position', 'cuda_conv2d_forward_kernel', 'cuda_conv2d_backward_input_kernel',
-           'block_total', 'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'conv_forward',
-           'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'conv1d', 'conv2d']
+           'uses_course_kernels', 'end_padded', 'course_conv', 'course_conv_backward', 'as_maps_shape', 'as_maps',
+           'maps_index', 'maps_position', 'cuda_conv2d_forward_kernel', 'cuda_conv2d_backward_input_kernel',
+           'block_total', 'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'cuda_conv_forward',
+           'conv_forward', 'host_conv_forward', 'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun',
+           'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
 from typing import Any, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaStorage, launch, map_launch
+from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, launch, map_launch
 from .fast_ops import CourseOps
 from .tensor import Tensor
 from .tensor_data import Shape, Storage, Strides, TensorData
@@ -377,11 +378,6 @@ def course_conv_backward(grad_out: np.ndarray, padded: np.ndarray, weight: np.nd
     return grad_input, grad_weight
 
 # %% ../nbs/40_conv.ipynb #b01446cd
-def on_cuda(a: Tensor) -> bool:
-    "Whether `a`'s values live in GPU memory: its convolutions, pooling, dropout and optimiser steps run CUDA kernels."
-    return isinstance(a._tensor._storage, CudaStorage)
-
-
 def as_maps_shape(shape: Sequence[int]) -> tuple[int, ...]:
     "An (N, C, W) shape as (N, C, 1, W), maps of height 1; an (N, C, H, W) shape unchanged."
     return tuple(shape) if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
@@ -534,14 +530,29 @@ def cuda_conv_backward(grad_output: Tensor, input: Tensor, weight: Tensor, strid
         grad_bias = maps.sum(2).sum(0).view(channels)
     return grad_input, grad_weight, grad_bias
 
+
+def cuda_conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
+                      padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
+    "The CUDA backend's convolution: `cuda_conv`, saving `cuda_conv_backward` and what it needs."
+    tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
+    ctx.save_for_backward(cuda_conv_backward, input.detach(), weight.detach(), stride, padding, tracking)
+    return cuda_conv(input, weight, bias, stride, padding, padding_end)
+
+
+CudaOps.operations["conv"] = cuda_conv_forward
+
 # %% ../nbs/40_conv.ipynb #7e69f253
 def conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
                  padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
-    "Convolve on the GPU, by your kernels on `CourseBackend`, else by the fast ones; save what `conv_backward` needs."
+    "Convolve by the backend's own kernel where it has one (the GPU's), else on the host; save what backward needs."
+    convolve = input.backend.operation("conv", host_conv_forward)
+    return convolve(ctx, input, weight, bias, stride, padding, padding_end)
+
+
+def host_conv_forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
+                      padding: tuple[int, int], padding_end: tuple[int, int]) -> Tensor:
+    "Convolve by your kernels on `CourseBackend`, else by the fast ones; save `host_conv_backward` and its values."
     tracking = (input.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
-    if on_cuda(input):
-        ctx.save_for_backward(cuda_conv_backward, input.detach(), weight.detach(), stride, padding, tracking)
-        return cuda_conv(input, weight, bias, stride, padding, padding_end)
     input_values, weight_values = as_array(input), as_array(weight)
     bias_values = np.zeros(weight.shape[0]) if bias is None else as_array(bias)
     course = uses_course_kernels(input)

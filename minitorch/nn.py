@@ -5,15 +5,16 @@
 # %% auto #0
 __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 'init', 'Initialiser', 'tile', 'pool_stride',
            'pooled_region', 'avgpool2d', 'Max', 'max', 'argmax', 'maxpool2d_forward_kernel',
-           'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d_backward', 'maxpool2d', 'block_maximum',
-           'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
-           'cuda_maxpool2d_backward', 'softmax', 'logsoftmax', 'logsumexp', 'dropout', 'dropout_uniform',
-           'cuda_dropout_mask_kernel', 'cuda_dropout_mask', 'class_labels', 'reduced_loss', 'nll_loss', 'cross_entropy',
-           'mse_loss', 'MSELoss', 'ValuesIndices', 'topk_order', 'topk', 'sort', 'argsort', 'fans', 'xavier_uniform',
-           'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init', 'calculate_gain', 'tensor_of',
-           'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_', 'xavier_uniform_',
-           'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_', 'kaiming_normal_', 'Linear', 'Conv1d', 'Conv2d',
-           'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList', 'Sequential']
+           'maxpool2d_backward_kernel', 'MaxPool2dFun', 'host_maxpool2d', 'host_maxpool2d_backward', 'maxpool2d',
+           'block_maximum', 'cuda_maxpool2d_forward_kernel', 'cuda_maxpool2d_backward_kernel', 'cuda_maxpool2d',
+           'cuda_maxpool2d_backward', 'cuda_maxpool2d_forward', 'softmax', 'logsoftmax', 'logsumexp', 'dropout',
+           'dropout_uniform', 'cuda_dropout_mask_kernel', 'cuda_dropout_mask', 'class_labels', 'reduced_loss',
+           'nll_loss', 'cross_entropy', 'mse_loss', 'MSELoss', 'ValuesIndices', 'topk_order', 'topk', 'sort', 'argsort',
+           'fans', 'xavier_uniform', 'xavier_normal', 'kaiming_uniform', 'kaiming_normal', 'zeros_init',
+           'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_',
+           'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_', 'kaiming_normal_', 'Linear',
+           'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList',
+           'Sequential']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -25,9 +26,8 @@ from fastcore.basics import patch
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .conv import (as_array, as_pair, conv1d, conv2d, from_array, maps_index_device, maps_position_device,
-                            on_cuda)
-from .cuda_ops import launch, map_launch
+from .conv import as_array, as_pair, conv1d, conv2d, from_array, maps_index_device, maps_position_device
+from .cuda_ops import CudaOps, launch, map_launch
 from .module import Module, Parameter
 from .tensor import Seed, Tensor, random_generator, tensor
 from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
@@ -178,21 +178,23 @@ class MaxPool2dFun(Function):
 
     @staticmethod
     def forward(ctx: Context, input: Tensor, kernel: tuple[int, int]) -> Tensor:
-        if on_cuda(input):
-            ctx.save_for_backward(cuda_maxpool2d_backward, input.detach(), kernel)
-            return cuda_maxpool2d(input, kernel)
-        values = as_array(input)
-        batch, channels, height, width = input.shape
-        out = np.empty((batch, channels, height // kernel[0], width // kernel[1]))
-        where = np.empty(out.shape, dtype=np.int64)
-        maxpool2d_forward_kernel(out, where, values, *kernel)
-        ctx.save_for_backward(host_maxpool2d_backward, where, input.shape)
-        return from_array(out, input)
+        return input.backend.operation("maxpool2d", host_maxpool2d)(ctx, input, kernel)
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
         backward, *saved = ctx.saved_values
         return backward(grad_output, *saved)
+
+
+def host_maxpool2d(ctx: Context, input: Tensor, kernel: tuple[int, int]) -> Tensor:
+    "Max pooling by the host kernel, saving `host_maxpool2d_backward` and where each block's maximum was."
+    values = as_array(input)
+    batch, channels, height, width = input.shape
+    out = np.empty((batch, channels, height // kernel[0], width // kernel[1]))
+    where = np.empty(out.shape, dtype=np.int64)
+    maxpool2d_forward_kernel(out, where, values, *kernel)
+    ctx.save_for_backward(host_maxpool2d_backward, where, input.shape)
+    return from_array(out, input)
 
 
 def host_maxpool2d_backward(grad_output: Tensor, where: np.ndarray, input_shape: tuple[int, ...]) -> Tensor:
@@ -268,6 +270,15 @@ def cuda_maxpool2d_backward(grad_output: Tensor, input: Tensor, kernel: tuple[in
            (grad_input._tensor, grad_output._tensor, input._tensor), kernel)
     return grad_input
 
+
+def cuda_maxpool2d_forward(ctx: Context, input: Tensor, kernel: tuple[int, int]) -> Tensor:
+    "The CUDA backend's max pooling: `cuda_maxpool2d`, saving `cuda_maxpool2d_backward` and the input."
+    ctx.save_for_backward(cuda_maxpool2d_backward, input.detach(), kernel)
+    return cuda_maxpool2d(input, kernel)
+
+
+CudaOps.operations["maxpool2d"] = cuda_maxpool2d_forward
+
 # %% ../nbs/41_nn.ipynb #e82e4faa
 def softmax(input: Tensor, dim: int) -> Tensor:
     "exp(input) normalised to sum to 1 over `dim`, computed without overflow."
@@ -313,8 +324,9 @@ def dropout(input: Tensor, rate: float, ignore: bool = False, rng: Seed = None) 
     if rate == 1.0:
         return input * 0.0
     generator = random_generator(rng)
-    if on_cuda(input):
-        return input * cuda_dropout_mask(input, rate, generator)
+    backend_mask = input.backend.operation("dropout_mask")  # the GPU makes its mask where it is used (below)
+    if backend_mask is not None:
+        return input * backend_mask(input, rate, generator)
     # BEGIN SOLUTION 4.4
     keep = generator.random(input.shape) >= rate
     return input * tensor(keep / (1.0 - rate), backend=input.backend, dtype=input.dtype)
@@ -348,6 +360,9 @@ def cuda_dropout_mask(like: Tensor, rate: float, rng: np.random.Generator) -> Te
     mask = like.zeros(like.shape)
     launch(cuda_dropout_mask_kernel, map_launch(mask.size), (mask._tensor,), (float(rate), int(rng.integers(2 ** 32))))
     return mask
+
+
+CudaOps.operations["dropout_mask"] = cuda_dropout_mask
 
 # %% ../nbs/41_nn.ipynb #be25ada7
 LOSS_REDUCTIONS = ("mean", "sum", "none")

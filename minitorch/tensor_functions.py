@@ -25,7 +25,8 @@ from fastcore.basics import patch
 from .autodiff import Context
 from .derivatives import central_difference
 from .module import Module
-from .tensor import STORAGE_VERSIONS, History, Tensor, full, saved_versions, tensor
+from .tensor import (INDEX_READERS, INDEX_WRITERS, STORAGE_VERSIONS, History, Tensor, full, saved_versions,
+                              tensor)
 from .tensor_ops import TensorBackend, floating_map
 from .tensor_data import (IndexingError, TensorData, as_dtype, checked_shape, float32, float64, index_view,
                                    int64, is_floating, shape_broadcast)
@@ -801,7 +802,7 @@ def basic_index(self: Tensor, key: Any) -> "float | Tensor":
     return view.item() if view.dims == 0 else view
 
 
-Tensor.__getitem__ = basic_index
+INDEX_READERS.append(basic_index)
 
 
 def basic_assign(self: Tensor, key: Any, value: "Tensor | float") -> None:
@@ -824,7 +825,7 @@ def basic_assign(self: Tensor, key: Any, value: "Tensor | float") -> None:
     view._update_in_place(lambda: value + view.zeros(), "x[key] = value")
 
 
-Tensor.__setitem__ = basic_assign
+INDEX_WRITERS.append(basic_assign)
 
 
 @patch

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Cat', 'cat', 'stack', 'split', 'chunk', 'unbind', 'Where', 'where', 'masked_fill', 'tril', 'triu', 'Gather', 'gather',
-           'IndexSelect', 'index_select', 'listed_ids', 'Embedding']
+           'IndexSelect', 'index_select', 'listed_ids', 'index_by_ids', 'Embedding']
 
 # %% ../nbs/25_tensor_indexing.ipynb #b9778cdb
 import functools
@@ -18,9 +18,9 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .module import Module
-from .tensor import Tensor, nested_shape, tensor
+from .tensor import INDEX_READERS, Tensor, nested_shape, tensor
 from .tensor_data import IndexingError, TensorData, float64, index_view, int64, result_dtype, shape_broadcast
-from .tensor_functions import Function, basic_index
+from .tensor_functions import Function
 from .tensor_ops import SimpleBackend, TensorBackend, index_bounds, unset_output
 
 # %% ../nbs/25_tensor_indexing.ipynb #4ef48781
@@ -387,14 +387,15 @@ def listed_ids(entry: list, backend: TensorBackend) -> Tensor:
     return tensor(ids.astype(np.int64), backend=backend, dtype=int64)
 
 
-@patch
-def __getitem__(self: Tensor, key: object) -> "float | Tensor":
-    "`t[ids]`, `t[:, ids]`, `t[rows, columns]`: picked by int64 tensors (or lists) of ids, as in PyTorch; else `basic_index`."
-    entries = tuple(listed_ids(entry, self.backend) if isinstance(entry, list) else entry
-                    for entry in (key if isinstance(key, tuple) else (key,)))
+def index_by_ids(self: Tensor, key: tuple) -> "Tensor":
+    "`t[ids]`, `t[:, ids]`, `t[rows, columns]`: picked by int64 tensors (or lists) of ids, as in PyTorch; other keys pass."
+    entries = tuple(listed_ids(entry, self.backend) if isinstance(entry, list) else entry for entry in key)
     if any(isinstance(entry, Tensor) for entry in entries):
         return index_by_tensor(self, entries)
-    return basic_index(self, key)
+    return NotImplemented
+
+
+INDEX_READERS.append(index_by_ids)
 
 # %% ../nbs/25_tensor_indexing.ipynb #82851796
 class Embedding(Module):

@@ -362,6 +362,21 @@ class TensorOps:
         "Zeros of `shape` with every element of `values` added at its place along `dim` named by `index`."
         raise NotImplementedError
 
+    operations: dict[str, Callable[..., Any]] = {}
+    "Whole operations (a convolution, a softmax) that later chapters give these ops kernels for, by name."
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.operations = {}  # a table of each backend's own; a subclass still finds its parents' entries
+
+    @classmethod
+    def operation(cls, name: str, default: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
+        "The operation registered as `name` for these ops, or for the ops they extend; else `default`."
+        for ops in cls.__mro__:
+            if name in vars(ops).get("operations", {}):
+                return vars(ops)["operations"][name]
+        return default
+
 
 class KernelOps(TensorOps):
     "`TensorOps` written once over a kernel table: a backend gives its storage, kernels, grids and launch."
@@ -523,6 +538,10 @@ class TensorBackend:
         self.matrix_multiply = ops.matrix_multiply
         self.gather = ops.gather
         self.scatter_add = ops.scatter_add
+
+    def operation(self, name: str, default: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
+        "This backend's own kernel for the whole operation `name` (from its ops' `operations` table), else `default`."
+        return self.ops.operation(name, default)
 
     def __repr__(self) -> str:
         return f"TensorBackend({self.ops.__name__})"

@@ -18,8 +18,8 @@ from numba import cuda, njit, prange
 
 from .adam import Adam, value_of
 from .autodiff import Context
-from .conv import as_array, block_total, from_array, on_cuda
-from .cuda_ops import REDUCE_THREADS, launch, map_launch
+from .conv import as_array, block_total, from_array
+from .cuda_ops import REDUCE_THREADS, CudaOps, launch, map_launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, kernel_for
 from .attention import ROW_KERNEL_MATH, CausalSelfAttention, float32_exp_nonpositive, row_launch
 from .module import Module, Parameter
@@ -280,6 +280,9 @@ def cuda_layer_norm_backward(grad_output: Tensor, rows: Tensor, weight: Tensor,
                tuple(t._tensor for t in (grad_weight, grad_bias, grad_output, rows, statistics)))
     return grad_rows, grad_weight, grad_bias
 
+
+CudaOps.operations.update(layer_norm=cuda_layer_norm, layer_norm_backward=cuda_layer_norm_backward)
+
 # %% ../nbs/53_transformer.ipynb #5a172ca7
 class LayerNormFun(Function):
     "Layer normalisation of the rows of a contiguous (rows, C) tensor, times `weight`, plus `bias`: one kernel each way."
@@ -287,14 +290,14 @@ class LayerNormFun(Function):
     @staticmethod
     def forward(ctx: Context, rows: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor:
         rows, weight, bias = (value.detach().contiguous() for value in (rows, weight, bias))
-        out, statistics = (cuda_layer_norm if on_cuda(rows) else host_layer_norm)(rows, weight, bias, eps)
+        out, statistics = rows.backend.operation("layer_norm", host_layer_norm)(rows, weight, bias, eps)
         ctx.save_for_backward(rows, weight, statistics)
         return out
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         rows, weight, statistics = ctx.saved_values
-        backward = cuda_layer_norm_backward if on_cuda(rows) else host_layer_norm_backward
+        backward = rows.backend.operation("layer_norm_backward", host_layer_norm_backward)
         return backward(grad_output, rows, weight, statistics)
 
 

@@ -1,4 +1,6 @@
 """Backends by name, the storage every constructor goes through, and the wrappers `KernelOps` writes once."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,21 @@ def test_every_backend_is_a_kernel_table_over_the_same_wrappers(ops):
     assert issubclass(ops, KernelOps)
     for wrapper in ("map", "zip", "reduce", "matrix_multiply"):
         assert wrapper not in vars(ops), f"{ops.__name__} writes its own {wrapper}"
+
+
+GPU_OPERATIONS = {"conv", "maxpool2d", "dropout_mask", "adam", "softmax", "softmax_backward", "layer_norm",
+                  "layer_norm_backward"}
+
+
+def test_whole_operations_are_entries_of_the_backends_table_and_no_layer_asks_for_the_device():
+    assert set(CudaOps.operations) == GPU_OPERATIONS   # registered by chapters 4 and 5 in their own modules
+    assert SimpleOps.operations == FastOps.operations == CourseBackend.ops.operations == {}
+    for name in GPU_OPERATIONS:  # a backend built the classic way finds the same entries: they belong to its ops
+        assert CudaBackend.operation(name) is TensorBackend(CudaOps).operation(name) is CudaOps.operations[name]
+        assert FastBackend.operation(name) is None and SimpleBackend.operation(name, print) is print
+    package = Path(minitorch.__file__).parent
+    asking = [path.name for path in package.glob("*.py") if "on_cuda" in path.read_text()]
+    assert asking == [], f"modules that ask which device a tensor is on: {asking}"
 
 
 @pytest.mark.parametrize("chosen", [SimpleBackend, FastBackend] + ([CudaBackend] if cuda_available() else []))

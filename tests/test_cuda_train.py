@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import minitorch
 from minitorch import FastBackend, TensorBackend, cuda_available, tensor
-from minitorch.conv import conv1d, conv2d, on_cuda
+from minitorch.conv import conv1d, conv2d
 from minitorch.cuda_ops import count_transfers
 from minitorch.module import Parameter
 from minitorch.nn import (Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ReLU, Sequential, avgpool2d,
@@ -28,7 +28,7 @@ def pair(values: np.ndarray) -> tuple[minitorch.Tensor, minitorch.Tensor]:
 
 def assert_same(gpu: minitorch.Tensor, host: minitorch.Tensor) -> None:
     "The GPU tensor lives on the GPU and holds the host tensor's values."
-    assert on_cuda(gpu) and not on_cuda(host)
+    assert gpu.is_cuda and not host.is_cuda
     np.testing.assert_allclose(gpu.to_numpy(), host.to_numpy(), rtol=1e-10, atol=1e-12)
 
 
@@ -152,7 +152,7 @@ def test_avgpool2d_on_the_gpu_matches_the_host_and_copies_nothing_back(case):
 def test_dropout_mask_on_the_gpu_is_the_hash_of_seed_and_position(size, rate, seed):
     gpu = tensor(np.full(size, 2.0), backend=GPU)
     dropped = dropout(gpu, rate, rng=seed)
-    assert on_cuda(dropped)
+    assert dropped.is_cuda
     drawn = int(np.random.default_rng(seed).integers(2 ** 32))
     expected = [2.0 / (1.0 - rate) if dropout_uniform(drawn, position) >= rate else 0.0 for position in range(size)]
     np.testing.assert_allclose(dropped.to_numpy(), expected)
@@ -212,6 +212,6 @@ def test_a_lenet_step_with_adam_on_the_gpu_copies_only_the_loss_to_the_host():
     with count_transfers() as copies:
         losses += [step() for _ in range(2)]
     assert (copies.to_host_calls, copies.to_host_bytes) == (2, 16)  # loss.item(): 8 bytes a step, nothing else
-    assert all(on_cuda(p.value) for p in model.parameters())
-    assert all(on_cuda(moments.mean) and on_cuda(moments.square) for moments in optimizer.moments.values())
+    assert all(p.value.is_cuda for p in model.parameters())
+    assert all(moments.mean.is_cuda and moments.square.is_cuda for moments in optimizer.moments.values())
     assert np.isfinite(losses).all()
