@@ -9,7 +9,7 @@ __all__ = ['SoftmaxFun', 'fused_softmax', 'attention_sizes', 'attention_bias', '
 # %% ../nbs/52_attention.ipynb #adef6e0b
 import functools
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import numba
 import numpy as np
@@ -18,8 +18,8 @@ from numba.extending import register_jitable
 
 from . import operators
 from .autodiff import Context
-from .conv import as_array, block_total, from_array
-from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, launch
+from .conv import as_array, from_array
+from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, block_largest, block_total, launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, compilable, kernel_for
 from .module import Module
 from .nn import Dropout, Linear, dropout, softmax, xavier_uniform
@@ -116,24 +116,6 @@ def host_softmax_backward(grad_output: Tensor, out: Tensor) -> Tensor:
     return from_array(grad_rows.reshape(height, width), out)
 
 # %% ../nbs/52_attention.ipynb #e0e121c7
-@cuda.jit(device=True)
-def block_largest(partials: Any, value: float, lane: int, lanes: int) -> float:
-    "The largest `value` of a block's `lanes` threads (a power of two), halved in the shared array `partials`; NaN wins."
-    partials[lane] = value
-    cuda.syncthreads()
-    half = lanes // 2
-    while half > 0:
-        if lane < half:
-            other = partials[lane + half]
-            if other > partials[lane] or other != other:
-                partials[lane] = other
-        cuda.syncthreads()
-        half //= 2
-    largest = partials[0]
-    cuda.syncthreads()  # every thread has read it before the array is written again
-    return largest
-
-
 @cuda.jit
 def cuda_softmax_kernel(out: Storage, out_shape: Shape, out_strides: Strides,
                         rows: Storage, rows_shape: Shape, rows_strides: Strides) -> None:

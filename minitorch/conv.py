@@ -10,18 +10,17 @@ __all__ = ['FAST', 'maps_index_device', 'maps_position_device', 'conv_output_siz
            'padded_planes', 'stride_one_geometry', 'fast_conv2d', 'fast_conv2d_backward', 'as_pair', 'check_conv',
            'uses_course_kernels', 'end_padded', 'course_conv', 'course_conv_backward', 'as_maps_shape', 'as_maps',
            'maps_index', 'maps_position', 'cuda_conv2d_forward_kernel', 'cuda_conv2d_backward_input_kernel',
-           'block_total', 'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'cuda_conv_forward',
-           'conv_forward', 'host_conv_forward', 'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun',
-           'conv1d', 'conv2d']
+           'cuda_conv2d_backward_weight_kernel', 'cuda_conv', 'cuda_conv_backward', 'cuda_conv_forward', 'conv_forward',
+           'host_conv_forward', 'host_conv_backward', 'conv_backward', 'Conv1dFun', 'Conv2dFun', 'conv1d', 'conv2d']
 
 # %% ../nbs/40_conv.ipynb #482d7258
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, launch, map_launch
+from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, block_total, launch, map_launch
 from .fast_ops import CourseOps
 from .tensor import Tensor
 from .tensor_data import Shape, Storage, Strides, TensorData
@@ -454,22 +453,6 @@ def cuda_conv2d_backward_input_kernel(grad_input: Storage, grad_input_shape: Sha
                                       * weight[maps_position_device(weight_strides, out_channel, in_channel, tap_y,
                                                                     tap_x)])
         grad_input[maps_position_device(grad_input_strides, sample, in_channel, y, x)] = total
-
-
-@cuda.jit(device=True)
-def block_total(partials: Any, value: float, lane: int, lanes: int) -> float:
-    "The sum of `value` over a block's `lanes` threads (a power of two), halved in the shared array `partials`; all get it."
-    partials[lane] = value
-    cuda.syncthreads()
-    half = lanes // 2
-    while half > 0:
-        if lane < half:
-            partials[lane] += partials[lane + half]
-        cuda.syncthreads()
-        half //= 2
-    total = partials[0]
-    cuda.syncthreads()  # every thread has read the total before the array is written again
-    return total
 
 
 @cuda.jit

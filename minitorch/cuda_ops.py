@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_THREADS', 'MAX_BLOCKS', 'TILE', 'MAX_DIMS',
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
-           'broadcast_index_device', 'index_to_position_device', 'CudaBackend', 'DeviceLimits', 'device_limits',
-           'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available', 'quick_thread_switches',
-           'share_simulated_shared_arrays', 'swap_cuda_module_safely', 'require_cuda', 'map_launch', 'Transfers',
-           'record_transfer', 'count_transfers', 'fill_kernel', 'CudaStorage', 'device_layout', 'on_device',
-           'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel', 'mm_practice',
-           'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch', 'cuda_reduce',
-           'matrix_multiply_launch', 'cuda_matrix_multiply', 'cuda_gather', 'cuda_scatter_add', 'CudaOps',
-           'LazyBackend']
+           'broadcast_index_device', 'index_to_position_device', 'block_total', 'block_largest', 'CudaBackend',
+           'DeviceLimits', 'device_limits', 'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available',
+           'quick_thread_switches', 'share_simulated_shared_arrays', 'swap_cuda_module_safely', 'require_cuda',
+           'map_launch', 'Transfers', 'record_transfer', 'count_transfers', 'fill_kernel', 'CudaStorage',
+           'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel',
+           'mm_practice', 'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch',
+           'cuda_reduce', 'nan_largest', 'block_reduction', 'matrix_multiply_launch', 'cuda_matrix_multiply',
+           'cuda_gather', 'cuda_scatter_add', 'CudaOps', 'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -30,6 +30,7 @@ from numba.cuda.cudadrv.driver import device_memset
 
 from .tensor_data import (DeviceStorage, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
                                    float64, index_to_position, int64, stored_array, to_index)
+from . import operators
 from .tensor_ops import BACKENDS, KernelOps, TensorBackend, fill_value
 
 if TYPE_CHECKING:
@@ -554,6 +555,36 @@ def cuda_reduce(fn: Any, start: float, dtype: np.dtype = float64) -> CudaKernel:
         # END SOLUTION
 
     return reduce_kernel
+
+# %% ../nbs/32_cuda_ops.ipynb #32f0bc2b
+def nan_largest(a: float, b: float) -> float:
+    "The larger of `a` and `b`, NaN if `b` is NaN: folded over values, NaN wins (as PyTorch's `max`)."
+    return b if b > a or b != b else a
+
+
+def block_reduction(combine: Callable[[float, float], float]) -> Any:
+    "A device function folding `value` over a block's `lanes` threads (a power of two) with `combine`; all get the result."
+    device_combine = cuda.jit(device=True)(combine)
+
+    @cuda.jit(device=True)
+    def reduce_block(partials: Any, value: float, lane: int, lanes: int) -> float:
+        partials[lane] = value
+        cuda.syncthreads()
+        half = lanes // 2
+        while half > 0:
+            if lane < half:
+                partials[lane] = device_combine(partials[lane], partials[lane + half])
+            cuda.syncthreads()
+            half //= 2
+        result = partials[0]
+        cuda.syncthreads()  # every thread has read the result before the array is written again
+        return result
+
+    return reduce_block
+
+
+block_total = block_reduction(operators.add)
+block_largest = block_reduction(nan_largest)
 
 # %% ../nbs/32_cuda_ops.ipynb #e391b52a
 def matrix_multiply_launch(out_shape: tuple[int, int, int]) -> tuple[tuple[int, int, int], tuple[int, int]]:

@@ -18,17 +18,17 @@ from numba import cuda, njit, prange
 
 from .adam import Adam, value_of
 from .autodiff import Context
-from .conv import as_array, block_total, from_array
-from .cuda_ops import REDUCE_THREADS, CudaOps, launch, map_launch
+from .conv import as_array, from_array
+from .cuda_ops import REDUCE_THREADS, CudaOps, block_total, launch, map_launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastBackend, chunk_bounds, kernel_for
 from .attention import ROW_KERNEL_MATH, CausalSelfAttention, float32_exp_nonpositive, row_launch
 from .module import Module, Parameter
 from .nn import Dropout, Linear
 from .tensor import Tensor, tensor
 from .tensor_data import Shape, Storage, Strides, TensorData, float32, float64, is_floating, result_dtype
-from .tensor_functions import Function
+from .tensor_functions import Function, elementwise
 from .tensor_indexing import Embedding, cat, where
-from .tensor_ops import TensorBackend, floating_map, unset_output
+from .tensor_ops import TensorBackend, unset_output
 
 # %% ../nbs/53_transformer.ipynb #4519fcb8
 def float_rsqrt(x: float) -> float:
@@ -43,25 +43,8 @@ def rsqrt_back(out: float, d: float) -> float:
     return -0.5 * d * out * out * out
 
 
-@functools.cache
-def rsqrt_kernels(backend: TensorBackend) -> tuple:
-    "The backend's map of `float_rsqrt` (integers computed in float64) and zip of `rsqrt_back`, compiled once."
-    return floating_map(backend.ops.map(float_rsqrt), backend.id_map), backend.ops.zip(rsqrt_back)
-
 # %% ../nbs/53_transformer.ipynb #eecef8d1
-class Rsqrt(Function):
-    "The reciprocal square root of every element."
-
-    @staticmethod
-    def forward(ctx: Context, a: Tensor) -> Tensor:
-        out = rsqrt_kernels(a.backend)[0](a)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx: Context, grad_output: Tensor) -> Tensor:
-        (out,) = ctx.saved_values
-        return rsqrt_kernels(grad_output.backend)[1](out, grad_output)
+Rsqrt = elementwise("Rsqrt", float_rsqrt, rsqrt_back, "The reciprocal square root of every element.")
 
 
 def rsqrt(a: Tensor) -> Tensor:

@@ -4,8 +4,8 @@ Run in the separate environment `.venv-cuda` (numba-cuda and its CUDA 12 wheels)
 Kernels are found, not listed: every kernel object at module level in a `minitorch` module, every
 kernel held by the functions of `TensorBackend(CudaOps)` (the map, zip and reduce kernels its factories
 build, one per float function, and for the reduce kernels one per dtype), and every kernel held by what a
-module's kernel factory returns for that backend (a module-level function `*_kernels(backend)`, as
-chapter 5's `tanh_kernels` and `rsqrt_kernels`, or `*_kernels(backend, dtype)`, asked once per storage dtype,
+module's kernel factory returns for that backend (a module-level function `*_kernels(backend)`, or the
+`kernels(backend)` of each operation `tensor_functions.elementwise` made, or `*_kernels(backend, dtype)`, asked once per storage dtype,
 as `gelu_kernels`). Each is compiled with the
 signatures it is launched with, read from its annotations (`Storage` is a contiguous array of the tensors'
 dtype, once float64 and once float32; `Shape`/`Strides` contiguous int64 arrays, `int` an int64, `float`
@@ -205,6 +205,13 @@ def factory_kernels(package: types.ModuleType, backend: Any, kernel_type: type,
                 found.update({f"{info.name}.{name}{asked_for}:{kernel.py_func.__name__}#{position} {dtype.name}": (kernel, dtype)
                               for position, function in enumerate(functions)
                               for kernel, dtype in held_kernels(function, kernel_type, per_dtype_type)})
+    # the elementwise operations of `tensor_functions.elementwise` keep their factory on the Function (`Tanh.kernels`)
+    elementwise = importlib.import_module(f"{package.__name__}.tensor_functions").ELEMENTWISE
+    for name, function_class in elementwise.items():
+        found.update({f"{function_class.__module__.split('.')[-1]}.{name}.kernels:{kernel.py_func.__name__}#{position} "
+                      f"{dtype.name}": (kernel, dtype)
+                      for position, function in enumerate(function_class.kernels(backend))
+                      for kernel, dtype in held_kernels(function, kernel_type, per_dtype_type)})
     return found
 
 
