@@ -5,14 +5,15 @@
 # %% auto #0
 __all__ = ['SIMULATED', 'COMMON_LIMITS', 'LIMITS', 'THREADS_PER_BLOCK', 'REDUCE_THREADS', 'MAX_BLOCKS', 'TILE', 'MAX_DIMS',
            'GRID_LIMIT', 'SIMULATOR_SWITCH_INTERVAL', 'transfers', 'PRACTICE_THREADS', 'CudaKernel', 'to_index_device',
-           'broadcast_index_device', 'index_to_position_device', 'block_total', 'block_largest', 'CudaBackend',
-           'DeviceLimits', 'device_limits', 'power_of_two_at_most', 'CudaUnavailableError', 'cuda_available',
-           'quick_thread_switches', 'share_simulated_shared_arrays', 'swap_cuda_module_safely', 'require_cuda',
-           'map_launch', 'Transfers', 'record_transfer', 'count_transfers', 'fill_kernel', 'CudaStorage',
-           'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel', 'sum_practice', 'mm_practice_kernel',
-           'mm_practice', 'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip', 'reduce_launch',
-           'cuda_reduce', 'nan_largest', 'block_reduction', 'matrix_multiply_launch', 'cuda_matrix_multiply',
-           'cuda_gather', 'cuda_scatter_add', 'CudaOps', 'LazyBackend']
+           'broadcast_index_device', 'index_to_position_device', 'block_total', 'block_largest', 'line_index_device',
+           'CudaBackend', 'DeviceLimits', 'device_limits', 'power_of_two_at_most', 'CudaUnavailableError',
+           'cuda_available', 'quick_thread_switches', 'share_simulated_shared_arrays', 'swap_cuda_module_safely',
+           'require_cuda', 'map_launch', 'Transfers', 'record_transfer', 'count_transfers', 'fill_kernel',
+           'CudaStorage', 'device_layout', 'on_device', 'kernel_array', 'sum_practice_kernel', 'sum_practice',
+           'mm_practice_kernel', 'mm_practice', 'kernel_arguments', 'KernelPerDtype', 'launch', 'cuda_map', 'cuda_zip',
+           'reduce_launch', 'cuda_reduce', 'added', 'nan_largest', 'block_reduction', 'cuda_scan', 'scan_launch',
+           'matrix_multiply_launch', 'cuda_matrix_multiply', 'cuda_gather', 'cuda_scatter_add', 'CudaOps',
+           'LazyBackend']
 
 # %% ../nbs/32_cuda_ops.ipynb #c5e3f3c8
 import functools
@@ -30,7 +31,6 @@ from numba.cuda.cudadrv.driver import device_memset
 
 from .tensor_data import (DeviceStorage, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
                                    float64, index_to_position, int64, stored_array, to_index)
-from . import operators
 from .tensor_ops import BACKENDS, KernelOps, TensorBackend, fill_value
 
 if TYPE_CHECKING:
@@ -557,6 +557,11 @@ def cuda_reduce(fn: Any, start: float, dtype: np.dtype = float64) -> CudaKernel:
     return reduce_kernel
 
 # %% ../nbs/32_cuda_ops.ipynb #32f0bc2b
+def added(a: float, b: float) -> float:
+    "`a + b` (the block reduction's own: chapter 0's `add` is a task of the learner's)."
+    return a + b
+
+
 def nan_largest(a: float, b: float) -> float:
     "The larger of `a` and `b`, NaN if `b` is NaN: folded over values, NaN wins (as PyTorch's `max`)."
     return b if b > a or b != b else a
@@ -583,8 +588,49 @@ def block_reduction(combine: Callable[[float, float], float]) -> Any:
     return reduce_block
 
 
-block_total = block_reduction(operators.add)
+block_total = block_reduction(added)
 block_largest = block_reduction(nan_largest)
+
+# %% ../nbs/32_cuda_ops.ipynb #c5ee77dd
+from .tensor_ops import ScanKernel, line_index
+
+line_index_device = cuda.jit(device=True)(line_index)
+
+
+def cuda_scan(fn: Any) -> CudaKernel:
+    "A kernel writing the running fold with `fn` along `dim`, a thread per line; launch with `scan_launch`."
+    device_fn = cuda.jit(device=True)(fn)
+
+    @cuda.jit
+    def scan_kernel(out_storage: Storage, out_shape: Shape, out_strides: Strides,
+                    in_storage: Storage, in_shape: Shape, in_strides: Strides, dim: int, reverse: bool) -> None:
+        index = cuda.local.array(MAX_DIMS, numba.int64)[:len(out_shape)]
+        length = out_shape[dim]
+        size = 1
+        for dim_size in out_shape:
+            size *= dim_size
+        lines = size // length if length else 0
+        for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
+            line_index_device(line, out_shape, dim, index)
+            in_position = index_to_position_device(index, in_strides)
+            out_position = index_to_position_device(index, out_strides)
+            in_step, out_step = in_strides[dim], out_strides[dim]
+            if reverse:  # start at the line's last element and walk back
+                in_position += (length - 1) * in_step
+                out_position += (length - 1) * out_step
+                in_step, out_step = -in_step, -out_step
+            total = in_storage[in_position]
+            out_storage[out_position] = total
+            for step in range(1, length):
+                total = device_fn(total, in_storage[in_position + step * in_step])
+                out_storage[out_position + step * out_step] = total
+
+    return scan_kernel
+
+
+def scan_launch(lines: int, length: int) -> tuple[int, int]:
+    "`(blocks, threads)` for a scan: a thread per line, as `map_launch` gives a thread per element."
+    return map_launch(lines)
 
 # %% ../nbs/32_cuda_ops.ipynb #e391b52a
 def matrix_multiply_launch(out_shape: tuple[int, int, int]) -> tuple[tuple[int, int, int], tuple[int, int]]:
@@ -684,9 +730,15 @@ class CudaOps(KernelOps):
         require_cuda()
         return KernelPerDtype(lambda dtype: cuda_reduce(fn, start, dtype))
 
+    @staticmethod
+    def scan_kernel(fn: Any) -> CudaKernel:
+        require_cuda()
+        return cuda_scan(fn)
+
     matrix_multiply_kernel = cuda_matrix_multiply
     elementwise_grid = staticmethod(map_launch)
     reduce_grid = staticmethod(reduce_launch)
+    scan_grid = staticmethod(scan_launch)
 
     @staticmethod
     def matrix_multiply_grid(shape: tuple[int, int, int], inner: int) -> tuple[tuple[int, int, int], tuple[int, int]]:

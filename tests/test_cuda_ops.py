@@ -19,12 +19,12 @@ import minitorch
 from minitorch import CudaOps, IndexingError, TensorBackend, cuda_available, mm_practice, operators, sum_practice, tensor
 from minitorch import cuda_ops
 from minitorch.cuda_ops import (MAX_BLOCKS, MAX_DIMS, REDUCE_THREADS, TILE, CudaStorage, count_transfers, cuda_map,
-                                cuda_matrix_multiply, cuda_reduce, cuda_zip, map_launch, matrix_multiply_launch,
-                                quick_thread_switches, reduce_launch)
+                                cuda_matrix_multiply, cuda_reduce, cuda_scan, cuda_zip, map_launch,
+                                matrix_multiply_launch, quick_thread_switches, reduce_launch, scan_launch)
 from minitorch.nn import Linear, ReLU, Sequential, cross_entropy
 from minitorch.optim import SGD
 from minitorch.tensor_data import TensorData, shape_broadcast
-from minitorch.tensor_ops import tensor_map, simple_matrix_multiply, tensor_reduce, tensor_zip
+from minitorch.tensor_ops import tensor_map, simple_matrix_multiply, tensor_reduce, tensor_scan, tensor_zip
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and NUMBA_ENABLE_CUDASIM unset")
 
@@ -182,6 +182,18 @@ def test_map_walks_past_the_grid_with_a_grid_stride_loop():
     result = empty(source.shape)
     run(cuda_map(operators.neg), (2, 4), *result.tuple(), *source.tuple())   # 8 threads for 300 elements
     np.testing.assert_array_equal(as_numpy(result), -as_numpy(source))
+
+
+@settings(max_examples=8)
+@given(st.data(), st.booleans())
+def test_scan_kernel_matches_the_loops_on_every_dim(data, reverse):
+    source = data.draw(tensor_data())
+    dim = data.draw(st.integers(min_value=0, max_value=source.dims - 1))
+    expected, result = empty(source.shape), empty(source.shape)
+    tensor_scan(operators.add)(*expected.tuple(), *source.tuple(), dim, reverse)
+    run(cuda_scan(operators.add), scan_launch(source.size // source.shape[dim], source.shape[dim]), *result.tuple(),
+        *source.tuple(), dim, reverse)
+    np.testing.assert_allclose(as_numpy(result), as_numpy(expected), rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.task("3.5")

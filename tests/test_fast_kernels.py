@@ -64,6 +64,15 @@ def test_reduce_matches_the_simple_kernel(draw, fn):
     np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-9)
 
 
+@few_examples
+@given(st.data(), st.sampled_from([operators.add, operators.max]), st.booleans())
+def test_scan_matches_the_simple_kernel(draw, fn, reverse):
+    data = draw.draw(tensor_data())
+    dim = draw.draw(st.integers(min_value=0, max_value=data.dims - 1))
+    expected, fast = both("tensor_scan", fn, data.shape, data, extra=(dim, reverse))
+    np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-9)
+
+
 @pytest.mark.task("3.1")
 @few_examples
 @given(st.integers(1, 5), st.integers(1, 700), st.sampled_from([np.float32, np.float64]),

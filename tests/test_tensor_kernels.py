@@ -7,7 +7,7 @@ from tensor_strategies import as_numpy, broadcast_shapes, tensor_data
 
 from minitorch import operators
 from minitorch.tensor_data import TensorData, shape_broadcast
-from minitorch.tensor_ops import tensor_map, simple_matrix_multiply, tensor_reduce, tensor_zip
+from minitorch.tensor_ops import tensor_map, simple_matrix_multiply, tensor_reduce, tensor_scan, tensor_zip
 
 pytestmark = pytest.mark.task("2.3")
 
@@ -50,6 +50,17 @@ def test_reduce_folds_one_dim_and_keeps_it(draw):
     out = empty(tuple(1 if d == dim else size for d, size in enumerate(data.shape)))
     tensor_reduce(operators.add)(*out.tuple(), *data.tuple(), dim)
     np.testing.assert_allclose(as_numpy(out), as_numpy(data).sum(dim, keepdims=True), rtol=1e-12, atol=1e-9)
+
+
+@given(st.data(), st.booleans())
+def test_scan_writes_running_totals_along_one_dim_either_way(draw, reverse):
+    data = draw.draw(tensor_data())
+    dim = draw.draw(st.integers(min_value=0, max_value=data.dims - 1))
+    out = empty(data.shape)
+    tensor_scan(operators.add)(*out.tuple(), *data.tuple(), dim, reverse)
+    values = as_numpy(data)
+    expected = np.flip(np.cumsum(np.flip(values, dim), dim), dim) if reverse else np.cumsum(values, dim)
+    np.testing.assert_allclose(as_numpy(out), expected, rtol=1e-12, atol=1e-9)
 
 
 @given(st.data())
