@@ -26,7 +26,8 @@ from .tensor_ops import HostStorage, KernelOps, SimpleBackend, SimpleOps, Tensor
 from .tensor import (History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
                               randint, randn, tensor, zeros, zeros_like)
 from .tensor_functions import (EQ, LT, Abs, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul,
-                                        Mul, Neg, GetItem, Permute, ReLU, Sigmoid, Sqrt, Sub, Sum, View, grad_check, no_grad)
+                                        Mul, Neg, GetItem, Permute, ReLU, Sigmoid, Sqrt, Sub, Sum, View, cumsum, grad_check,
+                                        no_grad)
 from .tensor_indexing import Cat, Where, cat, stack, tril, triu, where
 from .tensor_indexing import Embedding, Gather, IndexSelect, gather, index_select
 from .fast_ops import FastBackend, FastOps
@@ -71,7 +72,7 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
            "linspace", "randint", "multinomial", "manual_seed",
            "Function", "Neg", "Inv", "Add", "Sub", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
-           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "grad_check", "no_grad",
+           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "cumsum", "grad_check", "no_grad",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",
            "Gather", "IndexSelect", "gather", "index_select", "Embedding",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",

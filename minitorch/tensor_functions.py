@@ -7,8 +7,8 @@ __all__ = ['ELEMENTWISE', 'Sqrt', 'Abs', 'GradMode', 'no_grad', 'Function', 'Neg
            'mark_changed_in_place', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'float_sqrt', 'sqrt_back', 'elementwise',
            'absolute', 'abs_back', 'power', 'power_base_back', 'power_exponent_back', 'power_kernels', 'Pow', 'LT',
            'EQ', 'IsClose', 'Cast', 'Permute', 'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index',
-           'basic_assign', 'Sum', 'All', 'Expand', 'batch_of_matrices', 'matrix_product', 'lies_transposed',
-           'product_laid_out_as', 'MatMul', 'grad_check']
+           'basic_assign', 'Sum', 'All', 'CumSum', 'cumsum', 'Expand', 'batch_of_matrices', 'matrix_product',
+           'lies_transposed', 'product_laid_out_as', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import contextlib
@@ -942,6 +942,31 @@ def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Tr
 def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
     "1.0 where some element over `dim` (or over everything) is non-zero, NaN included, else 0.0: not all are zero."
     return 1.0 - (self == 0.0).all(dim, keepdim)
+
+# %% ../nbs/23_tensor_functions.ipynb #e369f656
+class CumSum(Function):
+    "Running totals along `dim`: element i is the sum of elements 0 to i (as `torch.cumsum`)."
+
+    @staticmethod
+    def forward(ctx: Context, a: "Tensor", dim: int) -> "Tensor":
+        ctx.save_for_backward(dim)
+        return a.backend.add_scan(a, dim)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
+        (dim,) = ctx.saved_values
+        return grad_output.backend.add_scan(grad_output.contiguous(), dim, reverse=True)
+
+
+@patch
+def cumsum(self: Tensor, dim: int) -> Tensor:
+    "The running totals along `dim`, the shape unchanged (as `torch.cumsum`)."
+    return CumSum.apply(self, dim=self._dim(dim))
+
+
+def cumsum(input: Tensor, dim: int) -> Tensor:
+    "The running totals of `input` along `dim` (as `torch.cumsum`); also the method `input.cumsum(dim)`."
+    return input.cumsum(dim)
 
 # %% ../nbs/23_tensor_functions.ipynb #5a48cc9b
 @patch

@@ -36,6 +36,7 @@ BINARY = {
 REDUCE = {
     "sum": lambda v, dim: v.sum(dim, keepdim=True),
     "mean": lambda v, dim: v.mean(dim, keepdim=True),
+    "cumsum": lambda v, dim: v.cumsum(dim),
 }
 
 
