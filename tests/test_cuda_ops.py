@@ -372,16 +372,16 @@ def test_kernels_are_launched_with_the_types_cuda_compile_compiles_them_for(monk
     backend = TensorBackend(CudaOps)
     for dtype in cuda_compile.STORAGE_DTYPES:
         x = tensor(np.arange(6.0).reshape(2, 3), backend=backend, dtype=dtype)
-        (x.permute(1, 0) @ x).sum(0).sigmoid() + x
+        (x.permute(1, 0) @ x).sum(0).sigmoid() + x.cumsum(1)
     launched = {kernel.py_func.__name__ for kernel, _, _ in launches}
-    assert launched == {"cuda_matrix_multiply", "reduce_kernel", "map_kernel", "zip_kernel"}
+    assert launched == {"cuda_matrix_multiply", "reduce_kernel", "map_kernel", "zip_kernel", "scan_kernel"}
     assert {dtype for _, dtype, _ in launches} == set(cuda_compile.STORAGE_DTYPES)
     for kernel, dtype, values in launches:
         signature = cuda_compile.launch_signature(kernel.py_func, dtype)
         assert [numba.typeof(value) for value in values] == list(signature), (kernel.py_func.__name__, dtype)
     compiled = cuda_compile.backend_kernels(backend, type(cuda_ops.cuda_matrix_multiply), cuda_ops.KernelPerDtype)
-    assert {"sigmoid_map:map_kernel float32", "add_reduce:reduce_kernel float32",
-            "add_reduce:reduce_kernel float64"} <= set(compiled)
+    assert {"sigmoid_map:map_kernel float32", "add_reduce:reduce_kernel float32", "add_reduce:reduce_kernel float64",
+            "add_scan:scan_kernel float64"} <= set(compiled)
 
 
 def test_gradients_flow_between_backends_with_broadcasting():

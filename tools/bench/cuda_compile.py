@@ -39,6 +39,7 @@ ANNOTATION_TYPES = {
     npt.NDArray[np.int64]: numba.int64[::1],
     int: numba.int64,
     float: numba.float64,
+    bool: numba.boolean,
 }
 "The numba type a kernel argument with this annotation is launched with (a `Storage` in float64; see `STORAGE_DTYPES`)."
 STORAGE_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
@@ -58,7 +59,7 @@ def launch_signature(py_func: Callable, storage: np.dtype = STORAGE_DTYPES[0]) -
     unknown = [name for name in names if hints.get(name) not in ANNOTATION_TYPES]
     if unknown:
         raise ValueError(f"kernel {py_func.__qualname__}: arguments {unknown} have no annotation among "
-                         f"Storage, Shape, Strides, int, float, so their launch type is unknown")
+                         f"Storage, Shape, Strides, int, float, bool, so their launch type is unknown")
     types_by_hint = {**ANNOTATION_TYPES, npt.NDArray[np.float64]: numba.from_dtype(storage)[::1]}
     return tuple(types_by_hint[hints[name]] for name in names)
 
