@@ -46,11 +46,11 @@ from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabular
                             get_batch, names_list, one_hot, sample, sequence_loss, shakespeare_plays, split_plays)
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
-from .attention import (CausalSelfAttention, SoftmaxFun, attention_weights, fused_softmax,
-                                  scaled_dot_product_attention)
-from .transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, LayerNormFun, Rsqrt, clip_grad_norm_,
-                                    fused_layer_norm, gelu, gpt_init_, layer_norm, lr_schedule, rsqrt,
-                                    weight_decay_groups)
+from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
+from .transformer import (GELU, MLP, AdamW, Block, Erf, LayerNorm, Rsqrt, clip_grad_norm_, erf, gelu, gpt_init_,
+                                    layer_norm, lr_schedule, rsqrt, weight_decay_groups)
+from .fused import (FusedBackend, FusedOps, Gelu, LayerNormFun, SoftmaxFun, fused_gelu, fused_layer_norm,
+                              fused_softmax)
 
 nn.Embedding, nn.LayerNorm, nn.GELU = Embedding, LayerNorm, GELU   # the later chapters' layers, where torch.nn has them
 
@@ -86,6 +86,8 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "one_hot", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",
            "MLPLanguageModel", "examples_loss", "sample_name",
-           "fused_softmax", "SoftmaxFun", "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention",
-           "Rsqrt", "rsqrt", "layer_norm", "fused_layer_norm", "LayerNormFun", "LayerNorm", "Gelu", "gelu", "GELU", "MLP", "Block", "gpt_init_",
-           "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_"]
+           "attention_weights", "scaled_dot_product_attention", "CausalSelfAttention",
+           "Rsqrt", "rsqrt", "Erf", "erf", "layer_norm", "LayerNorm", "gelu", "GELU", "MLP", "Block", "gpt_init_",
+           "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_",
+           "FusedBackend", "FusedOps", "fused_softmax", "SoftmaxFun", "fused_layer_norm", "LayerNormFun",
+           "fused_gelu", "Gelu"]

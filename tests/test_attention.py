@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch.attention import (CausalSelfAttention, SoftmaxFun, attention_weights, float32_exp_nonpositive,
-                                  fused_softmax, scaled_dot_product_attention)
+from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
+from minitorch.fused import SoftmaxFun, float32_exp_nonpositive, fused_softmax
 from minitorch.nn import Linear, softmax
 from minitorch.tensor_indexing import tril
 from backends import BACKENDS
@@ -386,9 +386,11 @@ def test_float32_exp_nonpositive_to_float32_precision():
     assert np.isnan(float32_exp_nonpositive(np.nan))
 
 
-def test_causal_self_attention_runs_the_fused_softmax():
-    attention = CausalSelfAttention(8, 2, dtype=minitorch.float32)
-    x = minitorch.tensor(np.random.default_rng(7).normal(size=(2, 5, 8)), backend=minitorch.FastBackend,
+@pytest.mark.parametrize("backend, fused", [(minitorch.FusedBackend, True), (minitorch.FastBackend, False)],
+                         ids=["fused", "fast"])
+def test_causal_self_attention_runs_the_fused_softmax_on_the_fused_backend(backend, fused):
+    attention = CausalSelfAttention(8, 2, dtype=minitorch.float32, backend=backend)
+    x = minitorch.tensor(np.random.default_rng(7).normal(size=(2, 5, 8)), backend=backend,
                          dtype=minitorch.float32, requires_grad=True)
     functions, waiting = set(), [attention(x)]
     while waiting:
@@ -396,4 +398,4 @@ def test_causal_self_attention_runs_the_fused_softmax():
         if node.history is not None and node.history.last_fn is not None:
             functions.add(node.history.last_fn)
             waiting.extend(node.history.inputs)
-    assert SoftmaxFun in functions
+    assert (SoftmaxFun in functions) == fused

@@ -20,6 +20,7 @@ UNARY = {
     "sigmoid": lambda v: v.sigmoid(),
     "relu": lambda v: (v + 0.3).relu(),
     "exp": lambda v: (v * 0.1).exp(),
+    "erf": lambda v: (v * 0.7).erf(),
     "log": lambda v: (v * v + 1.0).log(),
     "inv": lambda v: 1.0 / (v * v + 0.5),
     "rsub": lambda v: 2.0 - v,

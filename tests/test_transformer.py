@@ -10,9 +10,9 @@ import minitorch
 from minitorch.module import Module, Parameter
 from minitorch.nn import Linear
 from minitorch.tensor_indexing import Embedding
-from minitorch.transformer import (GELU, MLP, AdamW, Block, Gelu, LayerNorm, LayerNormFun, Rsqrt, clip_grad_norm_,
-                                   fused_layer_norm, gelu, gpt_init_, layer_norm, lr_schedule, renew_, rsqrt,
-                                   weight_decay_groups)
+from minitorch.transformer import (GELU, MLP, AdamW, Block, LayerNorm, Rsqrt, clip_grad_norm_, erf, gelu, gpt_init_,
+                                   layer_norm, lr_schedule, renew_, rsqrt, weight_decay_groups)
+from minitorch.fused import Gelu, LayerNormFun, fused_layer_norm
 
 from backends import BACKENDS
 from tensor_strategies import arrays
@@ -197,9 +197,9 @@ def test_fused_layer_norm_gradients_by_central_differences():
                            for shape in [(2, 3, 5), 5, 5]), samples=10)
 
 
-def test_layer_norm_module_runs_one_kernel_each_way():
-    norm = LayerNorm(8, dtype=minitorch.float32)
-    x = minitorch.tensor(np.random.default_rng(5).normal(size=(4, 8)), backend=minitorch.FastBackend,
+def test_layer_norm_module_runs_one_kernel_each_way_on_the_fused_backend():
+    norm = LayerNorm(8, dtype=minitorch.float32, backend=minitorch.FusedBackend)
+    x = minitorch.tensor(np.random.default_rng(5).normal(size=(4, 8)), backend=minitorch.FusedBackend,
                          dtype=minitorch.float32, requires_grad=True)
     out = norm(x)
     functions = set()
@@ -228,7 +228,7 @@ def test_fused_layer_norm_mixes_dtypes_as_the_composed_one_does():
 
 @needs_torch
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS + [pytest.param(minitorch.FusedBackend, id="fused")])
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @settings(max_examples=20)
 @given(data=st.data(), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
