@@ -9,7 +9,7 @@ __all__ = []
 from . import process  # first: it sets the process up before any module starts Numba's threads
 from . import operators
 from .operators import prod
-from .datasets import Graph, MNISTNotFoundError, datasets, digits, mnist, read_idx
+from .datasets import Graph, datasets
 from .module import Module, Parameter
 from .testing import MathCase, MathTest, MathTestVariable, math_cases
 from .derivatives import central_difference
@@ -35,6 +35,7 @@ from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, 
                                  sum_practice)
 from .adam import Adam
 from .checkpoint import load_checkpoint, save_checkpoint
+from .mnist import MNISTNotFoundError, digits, mnist, read_idx
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleList,

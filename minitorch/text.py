@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .datasets import cache_dir
 from .fast_ops import FastBackend
+from .mnist import cache_dir
 from .module import Module
 from .nn import cross_entropy, logsoftmax
 from .tensor import Tensor, tensor

@@ -147,7 +147,7 @@ e2e = load("e2e")
 
 
 def test_e2e_only_picks_notebooks_by_prefix(tmp_path):
-    notebooks = [tmp_path / name for name in ["index.ipynb", "01_module.ipynb", "43_checkpoint.ipynb", "44_mnist_train.ipynb"]]
+    notebooks = [tmp_path / name for name in ["index.ipynb", "01_module.ipynb", "43_checkpoint.ipynb", "45_mnist_train.ipynb"]]
     assert e2e.chosen(notebooks, "") == notebooks
     assert [path.name for path in e2e.chosen(notebooks, "01_module, 43")] == ["01_module.ipynb", "43_checkpoint.ipynb"]
     with pytest.raises(SystemExit, match="matches no notebook"):

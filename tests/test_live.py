@@ -148,16 +148,27 @@ def test_a_cell_is_written_to_its_module_exactly_as_nbdev_exports_it():
     assert "def mul_changed(" in changed[ROOT / "minitorch" / "operators.py"]
 
 
-def test_a_module_that_later_notebooks_add_to_is_written_whole():
-    "44_mnist_train adds the image readers to 02_datasets' module with `#| export datasets`: either notebook writes it all."
-    package = ROOT / "minitorch"
-    for notebook, needle in ((ROOT / "nbs" / "44_mnist_train.ipynb", "def parse_idx("), (ROOT / "nbs" / "02_datasets.ipynb", "def simple(")):
+def test_a_module_that_later_notebooks_add_to_is_written_whole(tmp_path):
+    "A later notebook adding to an earlier one's module (`#| export b`): either notebook writes it all, as nbdev does."
+    from nbdev.export import nb_export
+
+    notebooks, package = tmp_path / "nbs", tmp_path / "package"
+    notebooks.mkdir()
+    package.mkdir()
+    later = ["#| default_exp d", "#| export\nx = 1\n", "#| export b\ndef parse_idx():\n    return 2\n"]
+    for name, sources in (("02_b.ipynb", ["#| default_exp b", "#| export\ndef simple():\n    return 1\n"]),
+                          ("04_d.ipynb", later)):
+        cells = [{"cell_type": "code", "execution_count": None, "id": f"c{index}", "metadata": {}, "outputs": [],
+                  "source": source} for index, source in enumerate(sources)]
+        (notebooks / name).write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    for notebook in sorted(notebooks.glob("*.ipynb")):
+        nb_export(notebook, package)
+    for notebook, needle in ((notebooks / "04_d.ipynb", "def parse_idx("), (notebooks / "02_b.ipynb", "def simple(")):
         cells = live.notebook_cells(notebook)
         index = next(index for index, cell in enumerate(cells) if needle in live.cell_text(cell))
         texts = live.exported_modules(notebook, index, live.cell_text(cells[index]), package)
-        assert texts[package / "datasets.py"] == (package / "datasets.py").read_text()
-        assert "def parse_idx(" in texts[package / "datasets.py"] and "def simple(" in texts[package / "datasets.py"]
-
+        assert texts[package / "b.py"] == (package / "b.py").read_text()
+        assert "def parse_idx(" in texts[package / "b.py"] and "def simple(" in texts[package / "b.py"]
 
 
 def test_an_exporti_cell_is_live_too_and_stays_out_of_all():

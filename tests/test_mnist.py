@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch.datasets import IDX_TYPES, MNIST_FILES, MNISTNotFoundError, parse_idx
+from minitorch.mnist import IDX_TYPES, MNIST_FILES, MNISTNotFoundError, parse_idx
 
-datasets_module = importlib.import_module("minitorch.datasets")   # `minitorch.datasets` is the toy dictionary
+mnist_module = importlib.import_module("minitorch.mnist")   # `minitorch.mnist` is the function `mnist`
 
 TEST_LABEL_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]   # the standard MNIST test split
 
@@ -60,11 +60,11 @@ def test_read_idx_reads_a_file(tmp_path):
 
 @pytest.fixture(scope="module")
 def mnist_folder():
-    folder = datasets_module.find_mnist()
+    folder = mnist_module.find_mnist()
     if folder is None:
         pytest.skip("MNIST not found: set MINITORCH_DATA to a folder whose mnist/ holds t10k-images-idx3-ubyte.gz "
                     f"and t10k-labels-idx1-ubyte.gz (CI: ../shared/data), or put them in "
-                    f"{datasets_module.cache_dir() / 'mnist'}")
+                    f"{mnist_module.cache_dir() / 'mnist'}")
     return folder
 
 
@@ -74,7 +74,7 @@ def has_training_files(folder) -> bool:
 
 @pytest.mark.task("4.8")
 def test_mnist_test_files_hold_the_standard_test_split(mnist_folder):
-    images, labels = datasets_module.read_mnist_pair(mnist_folder, "test")
+    images, labels = mnist_module.read_mnist_pair(mnist_folder, "test")
     assert images.shape == (10_000, 28, 28) and images.dtype == np.uint8
     assert np.bincount(labels, minlength=10).tolist() == TEST_LABEL_COUNTS
     assert abs(images.mean() - 33.79) < 0.005
@@ -90,20 +90,20 @@ def test_train_and_valid_are_a_fixed_disjoint_division(mnist_folder):
     assert (len(train_labels), len(valid_labels)) == ((50_000, 10_000) if has_training_files(mnist_folder) else (8_000, 2_000))
     assert train_images.dtype == valid_images.dtype == np.float64 and train_labels.dtype == np.int64
     assert train_images.min() == 0.0 and train_images.max() == 1.0
-    train_indices, valid_indices = (datasets_module.split_indices(total, split) for split in ("train", "valid"))
+    train_indices, valid_indices = (mnist_module.split_indices(total, split) for split in ("train", "valid"))
     assert np.intersect1d(train_indices, valid_indices).size == 0
     assert np.array_equal(np.union1d(train_indices, valid_indices), np.arange(total))
-    raw, labels = datasets_module.read_mnist_pair(mnist_folder, "train" if total == 60_000 else "test")
+    raw, labels = mnist_module.read_mnist_pair(mnist_folder, "train" if total == 60_000 else "test")
     assert np.array_equal(raw[valid_indices] / 255.0, valid_images) and np.array_equal(labels[train_indices], train_labels)
     assert np.array_equal(minitorch.mnist("valid")[1], valid_labels)      # the same division every time
 
 
 def test_the_split_permutation_is_numpys_frozen_randomstate():
-    order = np.random.RandomState(datasets_module.MNIST_SPLIT_SEED).permutation(10_000)
-    assert np.array_equal(datasets_module.split_indices(10_000, "valid"), np.sort(order[8_000:]))
-    assert np.array_equal(datasets_module.split_indices(10_000, "train"), np.sort(order[:8_000]))
+    order = np.random.RandomState(mnist_module.MNIST_SPLIT_SEED).permutation(10_000)
+    assert np.array_equal(mnist_module.split_indices(10_000, "valid"), np.sort(order[8_000:]))
+    assert np.array_equal(mnist_module.split_indices(10_000, "train"), np.sort(order[:8_000]))
     with pytest.raises(ValueError, match="hold 12 images"):
-        datasets_module.split_indices(12, "train")
+        mnist_module.split_indices(12, "train")
 
 
 def test_test_split_without_training_files_is_refused(mnist_folder):
@@ -125,7 +125,7 @@ def no_mnist(tmp_path, monkeypatch):
     "No MNIST anywhere (no MINITORCH_DATA, an empty cache under tmp_path); splits scaled down for tiny fake files."
     monkeypatch.delenv("MINITORCH_DATA", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(datasets_module, "MNIST_VALID_SIZES", {10: 2, 60: 10})
+    monkeypatch.setattr(mnist_module, "MNIST_VALID_SIZES", {10: 2, 60: 10})
     return tmp_path / "cache" / "minitorch" / "mnist"
 
 
@@ -151,14 +151,14 @@ def test_download_into_the_cache_from_the_first_good_mirror(no_mnist, tmp_path, 
     files = tiny_mnist_files()
     broken = fake_mirror(tmp_path / "broken", {name: b"<html>not found</html>" for name in files})
     good = fake_mirror(tmp_path / "good", files)
-    monkeypatch.setattr(datasets_module, "MNIST_MIRRORS", [(tmp_path / "absent").as_uri() + "/", broken, good])
+    monkeypatch.setattr(mnist_module, "MNIST_MIRRORS", [(tmp_path / "absent").as_uri() + "/", broken, good])
     images, labels = minitorch.mnist("test")
     assert images.shape == (10, 28, 28) and (images == 1.0).all() and labels[:3].tolist() == [0, 1, 2]
     assert sorted(path.name for path in no_mnist.iterdir()) == sorted(files)          # no temporary files left
     assert all((no_mnist / name).read_bytes() == data for name, data in files.items())
     train_images, _ = minitorch.mnist("train")
     assert train_images.shape == (50, 28, 28) and (train_images == 0.0).all()          # the training files
-    monkeypatch.setattr(datasets_module, "MNIST_MIRRORS", [])                          # cached: no download now
+    monkeypatch.setattr(mnist_module, "MNIST_MIRRORS", [])                          # cached: no download now
     assert len(minitorch.mnist("valid")[1]) == 10
 
 
@@ -166,7 +166,7 @@ def test_a_download_with_the_wrong_magic_is_rejected(no_mnist, tmp_path, monkeyp
     files = tiny_mnist_files()
     swapped = dict(files)
     swapped["t10k-images-idx3-ubyte.gz"] = files["t10k-labels-idx1-ubyte.gz"]
-    monkeypatch.setattr(datasets_module, "MNIST_MIRRORS", [fake_mirror(tmp_path / "swapped", swapped)])
+    monkeypatch.setattr(mnist_module, "MNIST_MIRRORS", [fake_mirror(tmp_path / "swapped", swapped)])
     with pytest.raises(MNISTNotFoundError, match="magic number 2049, expected 2051"):
         minitorch.mnist("train")
     assert not no_mnist.exists() or list(no_mnist.iterdir()) == []
@@ -176,12 +176,12 @@ def test_offline_and_absent_says_where_to_put_the_files(no_mnist, monkeypatch):
     def offline(url, timeout):
         raise OSError(f"no network for {url}")
 
-    monkeypatch.setattr(datasets_module.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(mnist_module.urllib.request, "urlopen", offline)
     with pytest.raises(MNISTNotFoundError) as caught:
         minitorch.mnist("train")
     message = str(caught.value)
     assert str(no_mnist) in message and "MINITORCH_DATA" in message and "t10k-images-idx3-ubyte.gz" in message
-    assert all(mirror in message for mirror in datasets_module.MNIST_MIRRORS) and "no network" in message
+    assert all(mirror in message for mirror in mnist_module.MNIST_MIRRORS) and "no network" in message
     with pytest.raises(MNISTNotFoundError, match="no download was attempted"):
         minitorch.mnist("train", download=False)
 
@@ -193,8 +193,8 @@ def test_minitorch_data_is_searched_before_the_cache_and_never_written(no_mnist,
         if name in MNIST_FILES["test"]:
             (data_root / "mnist" / name).write_bytes(data)
     monkeypatch.setenv("MINITORCH_DATA", str(data_root))
-    monkeypatch.setattr(datasets_module, "MNIST_MIRRORS", [])
-    assert datasets_module.find_mnist() == data_root / "mnist"
+    monkeypatch.setattr(mnist_module, "MNIST_MIRRORS", [])
+    assert mnist_module.find_mnist() == data_root / "mnist"
     assert len(minitorch.mnist("train")[1]) == 8                                        # 8 of the 10 test images
     assert sorted(path.name for path in (data_root / "mnist").iterdir()) == sorted(MNIST_FILES["test"])
     assert not no_mnist.exists()
@@ -209,3 +209,11 @@ def test_digits_are_scaled_8x8_images():
 def test_the_toy_dictionary_keeps_its_contract():
     assert list(minitorch.datasets) == ["Simple", "Diag", "Split", "Xor", "Circle", "Spiral"]
     assert minitorch.datasets["Xor"](10, seed=0).N == 10
+
+
+def test_the_readers_are_a_module_of_their_own():
+    "44_mnist writes them into minitorch/mnist.py; the top-level names are as before (`minitorch.mnist`: the function)."
+    assert minitorch.mnist is mnist_module.mnist and minitorch.digits is mnist_module.digits
+    assert minitorch.read_idx is mnist_module.read_idx
+    assert minitorch.MNISTNotFoundError is mnist_module.MNISTNotFoundError
+    assert not hasattr(importlib.import_module("minitorch.datasets"), "parse_idx")

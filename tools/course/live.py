@@ -90,7 +90,7 @@ def export_cells(nb: Any) -> Any:
 
 def exported_modules(notebook: Path, index: int, source: str, package_dir: Path) -> dict[Path, str]:
     """What `nbdev_export` writes for every module `notebook` exports to, with cell `index` replaced by `source`:
-    module file -> text. A module some cells of later notebooks add to (`#| export datasets`) is written whole,
+    module file -> text. A module some cells of later notebooks add to (`#| export name`) is written whole,
     from each notebook that contributes to it, in name order, as nbdev_export does."""
     from execnb.nbio import read_nb
     from nbdev.maker import ModuleMaker
