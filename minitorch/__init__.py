@@ -35,7 +35,7 @@ from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, 
                                  sum_practice)
 from .adam import Adam
 from .checkpoint import load_checkpoint, save_checkpoint
-from .mnist import MNISTNotFoundError, digits, mnist, read_idx
+from .mnist_data import MNISTNotFoundError, digits, mnist, read_idx
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn
 from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleList,

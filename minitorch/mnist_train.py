@@ -20,7 +20,7 @@ from .adam import Adam
 from .checkpoint import save_checkpoint
 from .conv import conv_output_size
 from .fast_ops import CourseBackend, FastBackend
-from .mnist import digits, mnist
+from .mnist_data import digits, mnist
 from .module import Module
 from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entropy
 from .optim import Optimizer

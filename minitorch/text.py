@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .fast_ops import FastBackend
-from .mnist import cache_dir
+from .datasets import cache_dir
 from .module import Module
 from .nn import cross_entropy, logsoftmax
 from .tensor import Tensor, tensor

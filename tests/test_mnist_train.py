@@ -106,7 +106,7 @@ def test_train_step_lowers_the_loss_and_predict_learns_the_batch():
 
 @pytest.mark.task("4.9")
 def test_command_on_an_mnist_subset():
-    from minitorch.mnist import find_mnist
+    from minitorch.mnist_data import find_mnist
     if find_mnist() is None:
         pytest.skip("MNIST not found: set MINITORCH_DATA to a folder holding mnist/")
     result = run_command("--dataset", "mnist", "--model", "mlp", "--epochs", "1", "--limit", "400")
