@@ -16,7 +16,6 @@ from .tensor import Tensor, tensor
 from .tensor_data import IndexingError, float64, shape_broadcast
 from .tensor_indexing import checked_tensors, where
 from .tensor_ops import TensorBackend
-from .fast_ops import FastBackend
 
 # %% ../nbs/52_attention.ipynb #2e2ef075
 def attention_sizes(query: Tensor, key: Tensor, value: Tensor) -> tuple[tuple[int, ...], int, int]:
@@ -90,7 +89,7 @@ class CausalSelfAttention(Module):
     "nanoGPT's multi-head causal self-attention: `qkv` makes every position's query, key and value, `proj` mixes heads."
 
     def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
-                 backend: TensorBackend = FastBackend, dtype: object = float64):
+                 backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         if n_head < 1 or n_embd < 1 or n_embd % n_head:
             raise ValueError(f"CausalSelfAttention: n_embd={n_embd} must split into n_head={n_head} heads of equal "

@@ -21,7 +21,6 @@ from tqdm.auto import tqdm
 
 from .attention import scaled_dot_product_attention
 from .checkpoint import read_checkpoint, save_checkpoint
-from .fast_ops import FastBackend
 from .mnist_train import positive
 from .module import Module
 from .nn import Dropout, Linear, Sequential
@@ -49,7 +48,7 @@ class GPTConfig:
 class GPT(Module):
     "A decoder-only Transformer (GPT-2's layout): embeddings of tokens and positions, `n_layer` blocks, logits."
 
-    def __init__(self, config: GPTConfig, seed: int = 0, backend: TensorBackend = FastBackend,
+    def __init__(self, config: GPTConfig, seed: int = 0, backend: TensorBackend | str | None = None,
                  dtype: object = float32):
         super().__init__()
         self.config = config
@@ -94,7 +93,7 @@ def train_step(model: Module, optimizer: Optimizer, inputs: Tensor, targets: Ten
 
 
 def fixed_batches(ids: np.ndarray, count: int, batch_size: int, block_size: int, seed: int = 1,
-                  backend: TensorBackend = FastBackend) -> list[tuple[Tensor, Tensor]]:
+                  backend: TensorBackend | str | None = None) -> list[tuple[Tensor, Tensor]]:
     "`count` batches of windows drawn once with `seed`: the same ones every time the loss is estimated."
     rng = np.random.default_rng(seed)
     return [get_batch(ids, batch_size, block_size, rng, backend) for _ in range(count)]
@@ -250,7 +249,7 @@ def save_gpt(model: GPT, vocab: Vocabulary, path: str | Path) -> Path:
     return save_checkpoint({**model.state_dict(), **meta, "vocabulary": characters}, path)
 
 
-def load_gpt(path: str | Path, backend: TensorBackend = FastBackend, dtype: object = float32) -> tuple[GPT, Vocabulary]:
+def load_gpt(path: str | Path, backend: TensorBackend | str | None = None, dtype: object = float32) -> tuple[GPT, Vocabulary]:
     "The model and vocabulary `save_gpt` wrote to `path`."
     arrays = read_checkpoint(path)
     if "vocabulary" not in arrays or "config.vocab_size" not in arrays:

@@ -12,7 +12,6 @@ from typing import Sequence
 
 import numpy as np
 
-from .fast_ops import FastBackend
 from .module import Module
 from .nn import Linear, cross_entropy, zeros_init
 from .tensor import Tensor, tensor
@@ -57,7 +56,7 @@ def context_examples(names: Sequence[str], vocab: Vocabulary, block_size: int) -
 
 
 def example_batch(contexts: np.ndarray, targets: np.ndarray, batch_size: int, rng: np.random.Generator,
-                  backend: TensorBackend = FastBackend) -> tuple[Tensor, Tensor]:
+                  backend: TensorBackend | str | None = None) -> tuple[Tensor, Tensor]:
     "`batch_size` examples drawn at random (with `rng`): (B, block_size) contexts and B targets, int64 tensors."
     rows = rng.integers(0, len(targets), size=batch_size)
     return tensor(contexts[rows], backend=backend, dtype=int64), tensor(targets[rows], backend=backend, dtype=int64)
@@ -89,7 +88,7 @@ class MLPLanguageModel(Module):
     "Bengio et al. (2003): the next character's logits from the concatenated embeddings of the last `block_size`."
 
     def __init__(self, vocab_size: int, block_size: int = 3, n_embd: int = 10, n_hidden: int = 200, seed: int = 0,
-                 backend: TensorBackend = FastBackend, dtype: object = float64):
+                 backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         self.block_size, self.n_embd = block_size, n_embd
         self.embedding = Embedding(vocab_size, n_embd, seed=seed, backend=backend, dtype=dtype)

@@ -19,7 +19,6 @@ from tqdm.auto import tqdm
 from .adam import Adam
 from .checkpoint import save_checkpoint
 from .conv import conv_output_size
-from .fast_ops import CourseBackend, FastBackend
 from .mnist_data import digits, mnist
 from .module import Module
 from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entropy
@@ -65,7 +64,7 @@ def load_splits(dataset: str, limit: int | None = None) -> tuple[Split, Split]:
 
 # %% ../nbs/45_mnist_train.ipynb #1d1b88cd
 def lenet(image_size: int, channels: Sequence[int] = (6, 16), hidden: int = 120, classes: int = 10,
-          backend: TensorBackend = FastBackend, seed: int = 0) -> Sequential:
+          backend: TensorBackend | str | None = None, seed: int = 0) -> Sequential:
     "LeNet-style CNN: (5x5 conv, ReLU, 2x2 max-pool) twice, then Linear-ReLU-Linear to `classes` scores."
     first, second = channels
     pooled = image_size // 2
@@ -78,14 +77,14 @@ def lenet(image_size: int, channels: Sequence[int] = (6, 16), hidden: int = 120,
         Linear(hidden, classes, backend=backend, seed=seed + 3))
 
 
-def mlp(image_size: int, hidden: int = 128, classes: int = 10, backend: TensorBackend = FastBackend,
+def mlp(image_size: int, hidden: int = 128, classes: int = 10, backend: TensorBackend | str | None = None,
         seed: int = 0) -> Sequential:
     "A one-hidden-layer perceptron over the flattened pixels."
     return Sequential(Flatten(), Linear(image_size * image_size, hidden, backend=backend, seed=seed), ReLU(),
                       Linear(hidden, classes, backend=backend, seed=seed + 1))
 
 
-def build_model(name: str, image_size: int, backend: TensorBackend = FastBackend, seed: int = 0) -> Sequential:
+def build_model(name: str, image_size: int, backend: TensorBackend | str | None = None, seed: int = 0) -> Sequential:
     "The model called `name` ('lenet' or 'mlp') for square images of side `image_size`."
     if name not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {name!r}")
@@ -100,7 +99,7 @@ def batches(count: int, batch_size: int, rng: np.random.Generator | None = None)
 
 
 def train_step(model: Module, optimizer: Optimizer, images: np.ndarray, labels: np.ndarray,
-               backend: TensorBackend = FastBackend) -> float:
+               backend: TensorBackend | str | None = None) -> float:
     "One optimiser step on a batch; returns the batch's mean cross-entropy before the step."
     # BEGIN SOLUTION 4.9
     optimizer.zero_grad()
@@ -112,7 +111,7 @@ def train_step(model: Module, optimizer: Optimizer, images: np.ndarray, labels: 
 
 
 @no_grad()
-def predict(model: Module, images: np.ndarray, backend: TensorBackend = FastBackend,
+def predict(model: Module, images: np.ndarray, backend: TensorBackend | str | None = None,
             batch_size: int = 500) -> np.ndarray:
     "The predicted class of every image, computed in evaluation mode batch by batch."
     model.eval()
@@ -148,7 +147,7 @@ class TrainingLog:
 
 
 def fit(model: Module, optimizer: Optimizer, train: Split, valid: Split, epochs: int, batch_size: int,
-        backend: TensorBackend = FastBackend, seed: int = 0, checkpoint: str | Path | None = None,
+        backend: TensorBackend | str | None = None, seed: int = 0, checkpoint: str | Path | None = None,
         progress: bool = True, report: Callable[[str], None] = print) -> TrainingLog:
     "Train `model` for `epochs`, report each epoch, save the best model to `checkpoint`; return the TrainingLog."
     rng, history = np.random.default_rng(seed), TrainingLog()

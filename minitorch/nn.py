@@ -33,7 +33,7 @@ from .tensor import Seed, Tensor, random_generator, tensor
 from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
 from .tensor_functions import Function, no_grad
 from .tensor_indexing import gather, where
-from .tensor_ops import SimpleBackend, TensorBackend, index_bounds
+from .tensor_ops import TensorBackend, index_bounds
 
 # %% ../nbs/41_nn.ipynb #4ac97a66
 def _check_pool(input: Tensor, kernel: tuple[int, int], name: str, whole: bool = True) -> None:
@@ -547,7 +547,7 @@ def fans(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-                   backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
+                   backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
     "Glorot-uniform weights: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
@@ -557,7 +557,7 @@ def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
 
 
 def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-                  backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
+                  backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
     "Glorot-normal weights: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
     # BEGIN SOLUTION 4.5
@@ -567,7 +567,7 @@ def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
 
 
 def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
-                    backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
+                    backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
     "He-uniform weights for ReLU layers: U(-b, b) with b = gain * sqrt(3 / fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
@@ -577,7 +577,7 @@ def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: See
 
 
 def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
-                   backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
+                   backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
     "He-normal weights for ReLU layers: N(0, std^2) with std = gain / sqrt(fan_in)."
     fan_in, _ = fans(shape)
     # BEGIN SOLUTION 4.5
@@ -587,7 +587,7 @@ def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed
 
 
 def zeros_init(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-               backend: TensorBackend = SimpleBackend, dtype: object = float64) -> Tensor:
+               backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
     "All zeros (the default for biases); `gain` and `rng` are accepted so that every initialiser is called alike."
     return tensor(np.zeros(tuple(shape)), backend=backend, dtype=dtype)
 
@@ -693,7 +693,7 @@ class Linear(Module):
     "PyTorch's Linear: out = input @ weight.T + bias, with weight (out_features, in_features)."
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, init: Initialiser = kaiming_uniform,
-                 seed: int = 0, backend: TensorBackend = SimpleBackend, dtype: object = float64):
+                 seed: int = 0, backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend, dtype=dtype))
@@ -721,7 +721,7 @@ class Conv1d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
                  bias: bool = True, init: Initialiser = kaiming_uniform, seed: int = 0,
-                 backend: TensorBackend = SimpleBackend):
+                 backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = stride, padding
         self.add_parameter("weight", init((out_channels, in_channels, kernel_size), rng=seed, backend=backend))
@@ -744,7 +744,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, bias: bool = True,
-                 init: Initialiser = kaiming_uniform, seed: int = 0, backend: TensorBackend = SimpleBackend):
+                 init: Initialiser = kaiming_uniform, seed: int = 0, backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = as_pair(stride, "stride"), as_pair(padding, "padding")
         shape = (out_channels, in_channels, *as_pair(kernel_size, "kernel_size"))

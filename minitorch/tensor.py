@@ -20,7 +20,7 @@ import numpy as np
 from .autodiff import Context, backpropagate
 from .tensor_data import (DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64, is_floating,
                                    shape_broadcast, stored_array)
-from .tensor_ops import SimpleBackend, TensorBackend
+from .tensor_ops import TensorBackend, chosen_backend
 
 # %% ../nbs/22_tensor.ipynb #b81d4f2e
 def checked_dim(dim: int, dims: int, call: str) -> int:
@@ -82,8 +82,9 @@ INDEX_WRITERS: list[Callable[["Tensor", tuple, Any], Any]] = []
 class Tensor:
     "An n-dimensional array of numbers of one dtype that can track gradients: data, backend and history."
 
-    def __init__(self, data: TensorData, history: History | None = None, backend: TensorBackend = SimpleBackend,
+    def __init__(self, data: TensorData, history: History | None = None, backend: TensorBackend | str | None = None,
                  name: str | None = None):
+        backend = chosen_backend(backend)
         self._tensor = backend.storage.holding(data)  # on the backend's device: moved there if elsewhere
         self.history = history
         self.backend = backend
@@ -374,9 +375,10 @@ def storage_kind(backend: TensorBackend) -> Any:
     return backend.storage
 
 
-def tensor(data: Any, backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad: bool = False,
            dtype: Any = None) -> Tensor:
     "A tensor holding a copy of `data` (a number, nested lists of numbers, a NumPy array) as `dtype`."
+    backend = chosen_backend(backend)
     if isinstance(data, np.ndarray):
         if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
             raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}: it must be numeric")
@@ -394,16 +396,18 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
     return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
-def zeros(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+def zeros(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           dtype: Any = float64) -> Tensor:
     "A tensor of `shape` filled with 0."
+    backend = chosen_backend(backend)
     shape = _as_shape(shape)
     return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
-def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend = SimpleBackend,
+def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend | str | None = None,
          requires_grad: bool = False, dtype: Any = float64) -> Tensor:
     "A tensor of `shape` filled with `fill_value`, a number that `dtype` holds exactly."
+    backend = chosen_backend(backend)
     shape, dtype = _as_shape(shape), as_dtype(dtype)
     if not isinstance(fill_value, numbers.Real):
         raise TypeError(f"fill_value must be a number, got {fill_value!r} of type {type(fill_value).__name__}")
@@ -412,9 +416,10 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend =
     return _made(storage_kind(backend).full(math.prod(shape), fill_value, dtype), shape, backend, requires_grad)
 
 
-def ones(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+def ones(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          dtype: Any = float64) -> Tensor:
     "A tensor of `shape` filled with 1."
+    backend = chosen_backend(backend)
     return full(shape, 1, backend, requires_grad, dtype)
 
 
@@ -428,9 +433,10 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
-def rand(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+def rand(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          seed: Seed = None, dtype: Any = float64) -> Tensor:
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
+    backend = chosen_backend(backend)
     return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
 
 # %% ../nbs/22_tensor.ipynb #c56f68dd
@@ -444,9 +450,10 @@ def ones_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> 
     return ones(input.shape, input.backend, requires_grad, input.dtype if dtype is None else dtype)
 
 
-def arange(start: float, end: float | None = None, step: float = 1, backend: TensorBackend = SimpleBackend,
+def arange(start: float, end: float | None = None, step: float = 1, backend: TensorBackend | str | None = None,
            requires_grad: bool = False, dtype: Any = None) -> Tensor:
     "`start`, `start + step`, ... up to but not including `end` (`arange(n)`: 0 to n - 1), as `torch.arange`."
+    backend = chosen_backend(backend)
     if end is None:
         start, end = 0, start
     numbers_given = (start, end, step)
@@ -462,9 +469,10 @@ def arange(start: float, end: float | None = None, step: float = 1, backend: Ten
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, backend: TensorBackend = SimpleBackend,
+def linspace(start: float, end: float, steps: int, backend: TensorBackend | str | None = None,
              requires_grad: bool = False, dtype: Any = float64) -> Tensor:
     "`steps` evenly spaced numbers from `start` to `end`, both included, as `torch.linspace`."
+    backend = chosen_backend(backend)
     if not all(isinstance(number, numbers.Real) and math.isfinite(number) for number in (start, end)):
         raise ValueError(f"linspace needs finite numbers, got start={start!r}, end={end!r}")
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
@@ -473,16 +481,18 @@ def linspace(start: float, end: float, steps: int, backend: TensorBackend = Simp
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
-def randn(shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False,
+def randn(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           seed: Seed = None, dtype: Any = float64) -> Tensor:
     "A tensor of `shape` drawn from the standard normal distribution; the same `seed` gives the same values."
+    backend = chosen_backend(backend)
     return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
                   "randn draws real numbers")
 
 # %% ../nbs/22_tensor.ipynb #7b2f4c8e
 def randint(low: int, high: int | Sequence[int] | None = None, size: int | Sequence[int] | None = None,
-            backend: TensorBackend = SimpleBackend, seed: Seed = None, dtype: Any = int64) -> Tensor:
+            backend: TensorBackend | str | None = None, seed: Seed = None, dtype: Any = int64) -> Tensor:
     "Whole numbers drawn uniformly from `low` up to, not including, `high` (`randint(high, size)`: from 0)."
+    backend = chosen_backend(backend)
     if size is None:   # randint(high, size) or randint(high, size=size)
         low, high, size = 0, low, high
     if not all(isinstance(number, numbers.Integral) and not isinstance(number, bool) for number in (low, high)) \

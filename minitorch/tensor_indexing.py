@@ -21,7 +21,7 @@ from .module import Module
 from .tensor import INDEX_READERS, Tensor, nested_shape, tensor
 from .tensor_data import IndexingError, TensorData, float64, index_view, int64, result_dtype, shape_broadcast
 from .tensor_functions import Function
-from .tensor_ops import SimpleBackend, TensorBackend, index_bounds, unset_output
+from .tensor_ops import TensorBackend, index_bounds, unset_output
 
 # %% ../nbs/25_tensor_indexing.ipynb #4ef48781
 def dim_key(dim: int, entry: slice | int | None) -> tuple:
@@ -402,7 +402,7 @@ class Embedding(Module):
     "PyTorch's Embedding: a `weight` table of `num_embeddings` vectors of `embedding_dim` numbers, looked up by id."
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: int = 0,
-                 backend: TensorBackend = SimpleBackend, dtype: np.dtype = float64):
+                 backend: TensorBackend | str | None = None, dtype: np.dtype = float64):
         super().__init__()
         if padding_idx is not None and not (_is_int(padding_idx) and -num_embeddings <= padding_idx < num_embeddings):
             raise ValueError(f"padding_idx must be an id of the {num_embeddings} embeddings, got {padding_idx!r}")

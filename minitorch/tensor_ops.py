@@ -4,11 +4,12 @@
 
 # %% auto #0
 __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'ScanKernel', 'IndexStorage', 'GatherKernel', 'SimpleBackend', 'BACKENDS',
-           'tensor_map', 'tensor_zip', 'tensor_reduce', 'line_index', 'tensor_scan', 'simple_matrix_multiply',
-           'tensor_gather', 'tensor_scatter_add', 'fill_value', 'HostStorage', 'unset_output', 'map_output',
-           'zip_output', 'reduce_output', 'matrix_multiply_output', 'batched', 'kernel_arrays', 'index_bounds',
-           'checked_index', 'gather_output', 'scatter_add_output', 'TensorOps', 'KernelOps', 'SimpleOps',
-           'floating_map', 'TensorBackend', 'backend']
+           'DEFAULT_BACKEND', 'tensor_map', 'tensor_zip', 'tensor_reduce', 'line_index', 'tensor_scan',
+           'simple_matrix_multiply', 'tensor_gather', 'tensor_scatter_add', 'fill_value', 'HostStorage', 'unset_output',
+           'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output', 'batched', 'kernel_arrays',
+           'index_bounds', 'checked_index', 'gather_output', 'scatter_add_output', 'TensorOps', 'KernelOps',
+           'SimpleOps', 'floating_map', 'TensorBackend', 'backend', 'set_default_backend', 'get_default_backend',
+           'chosen_backend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
 import math
@@ -622,3 +623,28 @@ def backend(name: str) -> TensorBackend:
     if name not in BACKENDS:
         raise ValueError(f"no backend called {name!r}: the backends are {', '.join(map(repr, BACKENDS))}")
     return BACKENDS[name]
+
+
+DEFAULT_BACKEND: list[TensorBackend] = [SimpleBackend]
+"The one backend that tensors, layers and models use when they are given none; `set_default_backend` changes it."
+
+
+def set_default_backend(chosen: TensorBackend | str) -> None:
+    "Make `chosen` (a backend, or its name in `BACKENDS`) the backend used when none is given; as `torch.set_default_device`."
+    chosen = backend(chosen) if isinstance(chosen, str) else chosen
+    if not isinstance(chosen, TensorBackend):
+        raise TypeError(f"set_default_backend takes a backend or one of the names {', '.join(map(repr, BACKENDS))}, "
+                        f"got {chosen!r}")
+    DEFAULT_BACKEND[0] = chosen
+
+
+def get_default_backend() -> TensorBackend:
+    "The backend used when none is given: `SimpleBackend` unless `set_default_backend` chose another."
+    return DEFAULT_BACKEND[0]
+
+
+def chosen_backend(given: TensorBackend | str | None) -> TensorBackend:
+    "`given` itself, the backend of that name, or the default backend when `given` is None."
+    if given is None:
+        return DEFAULT_BACKEND[0]
+    return backend(given) if isinstance(given, str) else given

@@ -14,13 +14,13 @@ from .datasets import Graph
 from .module import Module, Parameter
 from .optim import SGD
 from .tensor import Tensor, rand, tensor
-from .tensor_ops import SimpleBackend, TensorBackend
+from .tensor_ops import TensorBackend
 
 # %% ../nbs/24_tensor_train.ipynb #a4a9a24c
 class TensorLinear(Module):
     "A fully connected layer on a batch: `out = inputs @ weight + bias`, inputs of shape (N, in_size)."
 
-    def __init__(self, in_size: int, out_size: int, seed: int = 0, backend: TensorBackend = SimpleBackend):
+    def __init__(self, in_size: int, out_size: int, seed: int = 0, backend: TensorBackend | str | None = None):
         super().__init__()
         scale = 1.0 / math.sqrt(in_size)
         weight = rand((in_size, out_size), backend=backend, seed=seed)

@@ -18,7 +18,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .fast_ops import FastBackend
 from .datasets import cache_dir
 from .module import Module
 from .nn import cross_entropy, logsoftmax
@@ -154,7 +153,7 @@ def split_plays(plays: dict[str, str], count: int = 4, seed: int = SPLIT_SEED) -
 
 # %% ../nbs/50_text.ipynb #6a497d0b
 def get_batch(ids: np.ndarray, batch_size: int, block_size: int, rng: np.random.Generator,
-              backend: TensorBackend = FastBackend) -> tuple[Tensor, Tensor]:
+              backend: TensorBackend | str | None = None) -> tuple[Tensor, Tensor]:
     "`batch_size` windows of `block_size` ids at random starts: inputs (B, T) and targets shifted by one, int64."
     if len(ids) <= block_size:
         raise ValueError(f"a text of {len(ids)} ids has no window of {block_size} ids with a next id after it")
@@ -197,7 +196,7 @@ def sequence_loss(logits: Tensor, targets: Tensor) -> Tensor:
 
 
 def bigram_loss(model: Callable[[Tensor], Tensor], ids: np.ndarray, vocab_size: int,
-                backend: TensorBackend = FastBackend) -> float:
+                backend: TensorBackend | str | None = None) -> float:
     "Nats per character of a bigram model on the whole text `ids`: the mean of -log P(ids[i + 1] | ids[i])."
     every_id = tensor(np.arange(vocab_size)[None, :], backend=backend, dtype=int64)
     table = logsoftmax(model(every_id), 2).to_numpy()[0]   # row a: log P(next | a)
@@ -221,7 +220,7 @@ def one_hot(ids: Tensor, num_classes: int = -1, dtype: object = float64) -> Tens
 class BigramNetwork(Module):
     "The bigram model as a one-layer network: the logits of the character after id a are row a of `weight` (V, V)."
 
-    def __init__(self, vocab_size: int, backend: TensorBackend = FastBackend, dtype: object = float64):
+    def __init__(self, vocab_size: int, backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         self.vocab_size = vocab_size
         self.add_parameter("weight", tensor(np.zeros((vocab_size, vocab_size)), backend=backend, dtype=dtype))
@@ -232,7 +231,7 @@ class BigramNetwork(Module):
 
 # %% ../nbs/50_text.ipynb #b9a1d653
 def sample(model: Callable[[Tensor], Tensor], vocab: Vocabulary, start: str, length: int, rng: np.random.Generator,
-           block_size: int = 1, backend: TensorBackend = FastBackend) -> str:
+           block_size: int = 1, backend: TensorBackend | str | None = None) -> str:
     "`start` and `length` characters more, each drawn from the model's probabilities after the last `block_size`."
     if not start:
         raise ValueError("sample needs a start of at least one character")

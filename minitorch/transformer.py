@@ -15,7 +15,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .adam import Adam, value_of
-from .fast_ops import FastBackend
 from .attention import CausalSelfAttention
 from .module import Module, Parameter
 from .nn import Dropout, Linear
@@ -94,7 +93,7 @@ class LayerNorm(Module):
     "PyTorch's LayerNorm: `layer_norm` over the last dims `normalized_shape`, with a learned `weight` and `bias`."
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, bias: bool = True,
-                 backend: TensorBackend = FastBackend, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = float64):
         super().__init__()
         self.normalized_shape, self.eps = normalized_dims(normalized_shape), eps
         self.add_parameter("weight", tensor(np.ones(self.normalized_shape), backend=backend, dtype=dtype))
@@ -171,7 +170,7 @@ class MLP(Module):
     "A Transformer block's MLP, applied at every position alike: Linear C -> 4C, GELU, Linear 4C -> C, dropout."
 
     def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
-                 backend: TensorBackend = FastBackend, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = float64):
         super().__init__()
         self.fc = Linear(n_embd, 4 * n_embd, bias=bias, seed=seed, backend=backend, dtype=dtype)
         self.gelu = GELU()
@@ -187,7 +186,7 @@ class Block(Module):
     "GPT-2's Transformer block, pre-norm: x + attn(ln_1(x)), then that plus mlp(ln_2(that)); (B, T, C) -> (B, T, C)."
 
     def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
-                 backend: TensorBackend = FastBackend, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = float64):
         super().__init__()
         self.n_embd = n_embd
         self.ln_1 = LayerNorm(n_embd, bias=bias, backend=backend, dtype=dtype)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from minitorch.cuda_ops import CudaStorage
+from minitorch.tensor_ops import set_default_backend
 
 settings.register_profile("minitorch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("minitorch")
@@ -64,3 +65,18 @@ def examples_at_this_depth(request):
         yield
     finally:
         test._hypothesis_internal_use_settings = chosen
+
+
+@pytest.fixture(autouse=True)
+def simple_default_backend():
+    "Every test starts with the package's default backend, simple, whatever the test before it chose."
+    set_default_backend("simple")
+    yield
+    set_default_backend("simple")
+
+
+@pytest.fixture
+def fast_default_backend():
+    "The fast backend as the default, as chapters 4 and 5 set it in their first cell (`pytestmark` of their files)."
+    set_default_backend("fast")
+    yield

@@ -91,3 +91,28 @@ def test_the_classic_construction_still_works():
     classic = TensorBackend(FastOps)
     a = tensor([1.0, 2.0], backend=classic)
     assert FastOps.map(minitorch.operators.neg)(a).to_numpy().tolist() == [-1.0, -2.0]
+
+
+def test_one_default_backend_that_factories_layers_and_models_follow():
+    "Simple until `set_default_backend` chooses another (by name or object); a call that names a backend wins."
+    from minitorch.nn import Conv2d, Linear
+    from minitorch.tensor_indexing import Embedding
+    from minitorch.transformer import LayerNorm
+
+    def made():
+        return [tensor([1.0]), minitorch.zeros((2,)), minitorch.ones(2), minitorch.full((2,), 1.0), minitorch.rand((2,)),
+                minitorch.randn((2,)), minitorch.arange(3), minitorch.linspace(0, 1, 3), minitorch.randint(0, 3, (2,)),
+                Linear(2, 3).weight.value, Embedding(3, 2).weight.value, LayerNorm(4).weight.value,
+                Conv2d(1, 1, 3).weight.value]
+
+    assert minitorch.get_default_backend() is SimpleBackend and {t.backend for t in made()} == {SimpleBackend}
+    minitorch.set_default_backend("fast")
+    assert minitorch.get_default_backend() is FastBackend and {t.backend for t in made()} == {FastBackend}
+    assert tensor([1.0], backend="simple").backend is SimpleBackend and Linear(2, 3, backend=SimpleBackend).weight.value.backend is SimpleBackend
+    minitorch.set_default_backend(SimpleBackend)
+    assert {t.backend for t in made()} == {SimpleBackend}
+    with pytest.raises(ValueError, match="no backend called 'gpu'"):
+        minitorch.set_default_backend("gpu")
+    with pytest.raises(TypeError, match="set_default_backend takes a backend"):
+        minitorch.set_default_backend(3)
+    assert minitorch.get_default_backend() is SimpleBackend

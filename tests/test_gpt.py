@@ -16,6 +16,8 @@ from minitorch.gpt import (GPT, GPTConfig, KVCache, Schedule, cached_forward, ge
 from minitorch.text import Vocabulary, sequence_loss
 from minitorch.transformer import AdamW, weight_decay_groups
 
+pytestmark = pytest.mark.usefixtures("fast_default_backend")   # as the chapter's notebooks set it
+
 try:
     import torch
     import torch.nn.functional as F

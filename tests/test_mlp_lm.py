@@ -11,6 +11,8 @@ from minitorch.mlp_lm import (BOUNDARY, MLPLanguageModel, Tanh, context_examples
                               names_vocabulary, sample_name, split_names, tanh)
 from minitorch.nn import cross_entropy
 
+pytestmark = pytest.mark.usefixtures("fast_default_backend")   # as the chapter's notebooks set it
+
 try:
     import torch
 except ImportError:   # the parity tests skip without PyTorch

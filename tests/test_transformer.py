@@ -17,6 +17,8 @@ from minitorch.fused import Gelu, LayerNormFun, fused_layer_norm
 from backends import BACKENDS
 from tensor_strategies import arrays
 
+pytestmark = pytest.mark.usefixtures("fast_default_backend")   # as the chapter's notebooks set it
+
 try:
     import torch
 except ImportError:   # the parity tests skip without PyTorch

@@ -483,7 +483,7 @@ def gpt_step_row() -> Row:
     from minitorch.gpt import GPT, GPTConfig, train_step
     from minitorch.transformer import AdamW, weight_decay_groups
     config = GPTConfig(vocab_size=84)
-    model = GPT(config, dtype=minitorch.float32)
+    model = GPT(config, backend="fused", dtype=minitorch.float32)  # as `python -m minitorch.gpt` trains
     optimizer = AdamW(weight_decay_groups(model, 0.1), lr=1e-4, betas=(0.9, 0.99))
     decayed = {id(p.value) for p in weight_decay_groups(model, 0.1)[0]["params"]}
     weights = {name: p.value.to_numpy() for name, p in model.named_parameters()}
@@ -502,7 +502,7 @@ def gpt_step_row() -> Row:
             return float(worker.stdout.readline())
 
         ids, targets = np.random.default_rng(0).integers(0, 84, (2, 12, 64))
-        ours_ids, ours_targets = (minitorch.tensor(v, backend=minitorch.FastBackend, dtype=minitorch.int64)
+        ours_ids, ours_targets = (minitorch.tensor(v, backend="fused", dtype=minitorch.int64)
                                   for v in (ids, targets))
 
         def ours() -> float:
