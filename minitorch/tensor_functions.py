@@ -6,9 +6,9 @@
 __all__ = ['ELEMENTWISE', 'Sqrt', 'Abs', 'GradMode', 'no_grad', 'Function', 'Neg', 'Inv', 'Add', 'Sub', 'Mul',
            'mark_changed_in_place', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'float_sqrt', 'sqrt_back', 'elementwise',
            'absolute', 'abs_back', 'power', 'power_base_back', 'power_exponent_back', 'power_kernels', 'Pow', 'LT',
-           'EQ', 'IsClose', 'Cast', 'Permute', 'View', 'Copy', 'inferred_shape', 'GetItem', 'basic_index',
-           'basic_assign', 'Sum', 'All', 'CumSum', 'cumsum', 'Expand', 'batch_of_matrices', 'matrix_product',
-           'lies_transposed', 'product_laid_out_as', 'MatMul', 'grad_check']
+           'EQ', 'IsClose', 'Cast', 'Permute', 'view_strides', 'View', 'Copy', 'inferred_shape', 'GetItem',
+           'basic_index', 'basic_assign', 'Sum', 'All', 'CumSum', 'cumsum', 'Expand', 'batch_of_matrices',
+           'matrix_product', 'lies_transposed', 'product_laid_out_as', 'MatMul', 'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import contextlib
@@ -30,7 +30,7 @@ from .tensor import (INDEX_READERS, INDEX_WRITERS, STORAGE_VERSIONS, History, Te
                               tensor)
 from .tensor_ops import TensorBackend, floating_map
 from .tensor_data import (IndexingError, TensorData, as_dtype, checked_shape, float32, float64, index_view,
-                                   int64, is_floating, shape_broadcast)
+                                   int64, is_floating, shape_broadcast, strides_from_shape)
 
 # %% ../nbs/23_tensor_functions.ipynb #de16504b
 class GradMode:
@@ -671,20 +671,45 @@ class Permute(Function):
         # END SOLUTION
 
 
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    "Strides that show the layout (`shape`, `strides`) as `new_shape`, same elements in the same order, or None (PyTorch's rule)."
+    if not shape:
+        return (1,) * len(new_shape)
+    if math.prod(shape) == 0:  # no elements: the strides are free; PyTorch keeps them, or takes row-major ones
+        return strides if new_shape == shape else strides_from_shape(tuple(max(size, 1) for size in new_shape))
+    new_strides, new_dim = [0] * len(new_shape), len(new_shape) - 1
+    base, group_size, new_size = strides[-1], 1, 1   # the group's innermost stride, and its elements so far
+    for dim in range(len(shape) - 1, -1, -1):
+        group_size *= shape[dim]
+        if dim == 0 or (shape[dim - 1] != 1 and strides[dim - 1] != group_size * base):   # the group ends here
+            while new_dim >= 0 and (new_size < group_size or new_shape[new_dim] == 1):
+                new_strides[new_dim] = new_size * base
+                new_size *= new_shape[new_dim]
+                new_dim -= 1
+            if new_size != group_size:   # a new dim would span two groups
+                return None
+            if dim > 0:
+                base, group_size, new_size = strides[dim - 1], 1, 1
+    return tuple(new_strides) if new_dim == -1 else None
+
+
 class View(Function):
-    "The same elements with another shape of the same size (the input must be contiguous)."
+    "The same elements with another shape of the same size, where strides for it exist (`view_strides`)."
 
     @staticmethod
     def forward(ctx: Context, a: "Tensor", shape: Sequence[int]) -> "Tensor":
-        if not a._tensor.is_contiguous():
-            raise IndexingError(f"cannot view a non-contiguous tensor (shape {a.shape}, strides {a._tensor.strides}) "
-                                f"as {tuple(shape)}: call .contiguous() first")
+        shape = checked_shape(shape)
         if math.prod(shape) != a._tensor.size:
-            raise IndexingError(f"cannot view a tensor of shape {a.shape} ({a.size} elements) as {tuple(shape)} "
+            raise IndexingError(f"cannot view a tensor of shape {a.shape} ({a.size} elements) as {shape} "
                                 f"({math.prod(shape)} elements)")
+        strides = view_strides(a.shape, a._tensor.strides, shape)
+        if strides is None:
+            raise IndexingError(f"view size {shape} is not compatible with input tensor's size {a.shape} and stride "
+                                f"{a._tensor.strides} (at least one dimension spans across two contiguous "
+                                f"subspaces): use .reshape(...) instead, or .contiguous() first")
         ctx.save_for_backward(a.shape)
-        # a row-major layout of as many elements as the input's fits its storage: only the shape's entries need checking
-        return a._new(TensorData(a._tensor._storage, checked_shape(shape), offset=a._tensor.offset, validate=False))
+        # the same elements as the input's, reached in the same order: they fit its storage
+        return a._new(TensorData(a._tensor._storage, shape, strides, a._tensor.offset, validate=False))
 
     @staticmethod
     def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
@@ -731,14 +756,16 @@ def inferred_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
 
 @patch
 def view(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
-    "The same elements seen with another shape of the same size (one entry may be -1; the tensor must be contiguous)."
+    "The same elements seen with another shape of the same size (one entry may be -1), where PyTorch's `view` allows it."
     return View.apply(self, shape=inferred_shape(_flat_ints(shape), self._tensor.size))
 
 
 @patch
 def reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
-    "The same elements in another shape: a view when the tensor is contiguous, else a view of a copy."
-    return self.contiguous().view(*shape)
+    "The same elements in another shape: a view where `view` allows one, else a view of a row-major copy."
+    shape = checked_shape(inferred_shape(_flat_ints(shape), self._tensor.size))
+    viewable = view_strides(self.shape, self._tensor.strides, shape) is not None
+    return (self if viewable else Copy.apply(self)).view(*shape)
 
 
 @patch
@@ -988,7 +1015,7 @@ def squeeze(self: Tensor, dim: int | None = None) -> Tensor:
 
 @patch
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    "Dims `start_dim` to `end_dim` merged into one, as `torch.flatten` (a view when the tensor is contiguous)."
+    "Dims `start_dim` to `end_dim` merged into one, as `torch.flatten` (a view where `view` allows one, else a copy)."
     start, end = self._dim(start_dim), self._dim(end_dim)
     if start > end:
         raise IndexingError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "

@@ -1,4 +1,4 @@
-"""Joining, cutting and selecting (`25_tensor_indexing`): `cat`, `stack`, `split`, `chunk`, `where`, `masked_fill`,
+"""Joining, cutting and selecting (`25_tensor_indexing`): `cat`, `stack`, `split`, `chunk`, `narrow`, `where`, `masked_fill`,
 `tril`, `triu` match NumPy's values and PyTorch's values and gradients (float64) on every backend, on empty dims and
 on sliced inputs (views with an offset), and `nan`/`inf` in a branch not taken never leak."""
 import math
@@ -215,6 +215,10 @@ def test_split_and_chunk_errors(backend):
         t.chunk(0)
     with pytest.raises(IndexingError, match="dim 1 is out of range"):
         t.split(2, dim=1)
+    with pytest.raises(IndexingError, match=r"narrow: start \(8\) \+ length \(3\) does not fit dim 0 of size 10"):
+        t.narrow(0, 8, 3)
+    with pytest.raises(IndexingError, match=r"narrow: start 11 .* start from -10 to 10"):
+        t.narrow(0, 11, 0)
 
 
 # --- where and masked_fill -------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Views with an offset: basic indexing (ints, slices, None, ...) shares storage, matches NumPy, and sends gradients
 back to the right places (as PyTorch does) on every backend; kernels, `out=`, conv, pooling and Adam read views."""
+import math
+
 import numpy as np
 import pytest
 from backends import BACKENDS
@@ -130,10 +132,12 @@ def test_view_of_a_slice_needs_contiguous_elements(backend):
     row = t[1]
     assert row._tensor.is_contiguous() and row._tensor.offset == 12
     np.testing.assert_array_equal(row.view(4, 3).to_numpy(), np.arange(12.0, 24.0).reshape(4, 3))
-    with pytest.raises(IndexingError, match=r"cannot view a non-contiguous tensor \(shape \(2, 3, 2\), strides "
-                                            r"\(12, 4, 2\)\) as \(12,\): call .contiguous\(\) first"):
-        t[..., ::2].view(12)
-    np.testing.assert_array_equal(t[..., ::2].contiguous().view(12).to_numpy(), np.arange(0.0, 24.0, 2.0))
+    assert t[..., ::2].view(12).stride() == (2,)   # every other element: evenly spaced, so one dim, as in torch
+    with pytest.raises(IndexingError, match=r"view size \(12,\) is not compatible with input tensor's size "
+                                            r"\(2, 3, 2\) and stride \(12, 4, 1\)"):
+        t[..., :2].view(12)
+    assert t[..., :2].view(6, 2).stride() == (4, 1)   # the first two dims merge: a view, as in torch
+    np.testing.assert_array_equal(t[..., :2].contiguous().view(12).to_numpy(), np.arange(24.0).reshape(6, 4)[:, :2].ravel())
 
 
 @given(arrays_and_keys())
@@ -323,3 +327,124 @@ def test_checkpoint_saves_a_slice_as_its_values(backend, tmp_path):
     minitorch.save_checkpoint({"row": t[2, 1:]}, tmp_path / "state.npz")
     with np.load(tmp_path / "state.npz") as saved:
         np.testing.assert_array_equal(saved["row"], [9, 10, 11])
+
+
+def prime_factors(size: int) -> list[int]:
+    "The prime factors of `size`, smallest first (none for 1)."
+    factors, divisor = [], 2
+    while size > 1:
+        while size % divisor:
+            divisor += 1
+        factors.append(divisor)
+        size //= divisor
+    return factors
+
+
+@st.composite
+def view_chains(draw) -> tuple[tuple[int, ...], list, tuple[int, ...]]:
+    "A shape, up to four steps (permute, transpose, split, chunk, narrow, a slice) to take one after another, and a shape to view the result as."
+    first_shape = shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+    steps = []
+    for _ in range(draw(st.integers(0, 4))):
+        dims, dim = len(shape), draw(st.integers(0, len(shape) - 1))
+        kind = draw(st.sampled_from(["permute", "transpose", "split", "chunk", "narrow", "slice"]))
+        if kind == "permute":
+            order = tuple(draw(st.permutations(range(dims))))
+            steps.append((kind, order)); shape = tuple(shape[one] for one in order)
+            continue
+        if kind == "transpose":
+            other = draw(st.integers(0, dims - 1))
+            steps.append((kind, (dim, other)))
+            shape = tuple(shape[other] if one == dim else shape[dim] if one == other else size
+                          for one, size in enumerate(shape))
+            continue
+        if shape[dim] == 0:
+            continue
+        if kind in ("split", "chunk"):
+            parts = draw(st.integers(1, shape[dim]))
+            pieces = [len(range(start, min(start + parts, shape[dim]))) for start in range(0, shape[dim], parts)] \
+                if kind == "split" else [len(range(start, min(start + -(-shape[dim] // parts), shape[dim])))
+                                         for start in range(0, shape[dim], -(-shape[dim] // parts))]
+            piece = draw(st.integers(0, len(pieces) - 1))
+            steps.append((kind, (parts, dim, piece))); length = pieces[piece]
+        elif kind == "narrow":
+            start = draw(st.integers(0, shape[dim]))
+            length = draw(st.integers(0, shape[dim] - start))
+            steps.append((kind, (dim, start, length)))
+        else:
+            start, step = draw(st.integers(0, shape[dim] - 1)), draw(st.integers(1, 3))
+            steps.append((kind, (slice(None),) * dim + (slice(start, None, step),)))
+            length = len(range(start, shape[dim], step))
+        shape = shape[:dim] + (length,) + shape[dim + 1:]
+    size = math.prod(shape)
+    if size == 0:
+        new_shape = tuple(draw(st.lists(st.integers(0, 3), min_size=1, max_size=4).filter(lambda sizes: 0 in sizes)))
+        return first_shape, steps, draw(st.sampled_from([new_shape, shape]))
+    # the factors in the order of the dims, regrouped at random cuts (often a view), or shuffled (rarely one)
+    factors = [factor for dim_size in shape for factor in prime_factors(dim_size)]
+    if draw(st.booleans()):
+        factors = draw(st.permutations(factors))
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(factors) - 1, 1)), max_size=3)))
+    new_shape = [math.prod(factors[start:end]) for start, end in zip([0, *cuts], [*cuts, len(factors)])]
+    for _ in range(draw(st.integers(0, 2))):
+        new_shape.insert(draw(st.integers(0, len(new_shape))), 1)
+    if draw(st.booleans()):
+        new_shape[draw(st.integers(0, len(new_shape) - 1))] = -1
+    return first_shape, steps, tuple(new_shape)
+
+
+def apply_view_step(value, kind: str, argument):
+    "One step of `view_chains` on a minitorch or a torch tensor."
+    if kind in ("split", "chunk"):
+        parts, dim, piece = argument
+        return getattr(value, kind)(parts, dim)[piece]
+    if kind == "slice":
+        return value[argument]
+    return getattr(value, kind)(*argument)
+
+
+@settings(max_examples=80)
+@given(view_chains(), st.integers(0, 2**16))
+def test_view_after_views_succeeds_where_torch_does_with_its_strides(backend, chain, seed):
+    "`view` of permuted, transposed, split, chunked, narrowed and sliced tensors: torch's verdict, strides, values, gradients."
+    torch = pytest.importorskip("torch")
+    shape, steps, new_shape = chain
+    values = np.random.default_rng(seed).normal(size=shape)
+    x, reference = tensor(values, backend=backend, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ours, theirs = x, reference
+    for kind, argument in steps:
+        ours, theirs = apply_view_step(ours, kind, argument), apply_view_step(theirs, kind, argument)
+    assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    try:
+        expected = theirs.view(new_shape)
+    except RuntimeError as error:
+        assert "view size is not compatible" in str(error) or "is invalid for input" in str(error)
+        with pytest.raises(IndexingError, match="not compatible with input tensor's size|cannot view"):
+            ours.view(*new_shape)
+        reshaped = ours.reshape(*new_shape)   # a copy, then
+        assert reshaped.shape == tuple(theirs.reshape(new_shape).shape)
+        assert ours.size == 0 or reshaped._tensor._storage is not x._tensor._storage
+        return
+    viewed = ours.view(*new_shape)
+    assert viewed.shape == tuple(expected.shape) and viewed.stride() == expected.stride()
+    assert viewed._tensor._storage is x._tensor._storage and viewed.storage_offset() == expected.storage_offset()
+    np.testing.assert_array_equal(viewed.to_numpy(), expected.detach().numpy())
+    assert ours.reshape(*new_shape).stride() == theirs.reshape(new_shape).stride()   # a view too
+    weights = np.random.default_rng(seed + 1).normal(size=viewed.shape)
+    (viewed * tensor(weights, backend=backend)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(x.grad.to_numpy(), reference.grad.numpy())
+
+
+def test_heads_of_a_split_along_the_last_dim_are_views(backend):
+    "nanoGPT's `q.view(B, T, nh, hs)` of a piece that `split` cut along the last dim: a view, as in torch."
+    qkv = tensor(np.arange(2 * 3 * 12.0).reshape(2, 3, 12), backend=backend)
+    query, key, value = qkv.split(4, dim=2)
+    heads = key.view(2, 3, 2, 2).transpose(1, 2)
+    assert heads._tensor._storage is qkv._tensor._storage and heads.stride() == (36, 2, 12, 1)
+    np.testing.assert_array_equal(heads.to_numpy(), np.arange(72.0).reshape(2, 3, 12)[..., 4:8]
+                                  .reshape(2, 3, 2, 2).transpose(0, 2, 1, 3))
+    with pytest.raises(IndexingError, match=r"view size \(2, 12\) is not compatible with input tensor's size "
+                                            r"\(2, 3, 4\) and stride \(36, 12, 1\).*use .reshape\(...\) instead"):
+        value.view(2, 12)
+    np.testing.assert_array_equal(value.reshape(2, 12).to_numpy(), np.arange(72.0).reshape(2, 3, 12)[..., 8:].reshape(2, 12))
