@@ -19,9 +19,9 @@ from .scalar import Context, Scalar, ScalarFunction, ScalarHistory
 from .graph import GraphDrawing, draw_graph
 from .optim import SGD, Optimizer
 from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData,
-                                   UserIndex, UserShape, UserStrides, as_dtype, broadcast_index, float32, float64,
-                                   index_to_position, int64, result_dtype, shape_broadcast, strides_from_shape,
-                                   to_index)
+                                   UserIndex, UserShape, UserStrides, as_dtype, bool_, broadcast_index, float32,
+                                   float64, index_to_position, int64, result_dtype, shape_broadcast,
+                                   strides_from_shape, to_index)
 from .tensor_ops import (HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend,
                                   get_default_backend, set_default_backend)
 from .tensor import (History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
@@ -68,7 +68,7 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "Optimizer", "SGD",
            "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast",
            "strides_from_shape", "to_index", "Index", "Shape", "Strides", "OutIndex", "Storage", "UserIndex",
-           "UserShape", "UserStrides", "float64", "float32", "int64", "DTYPES", "as_dtype", "result_dtype",
+           "UserShape", "UserStrides", "float64", "float32", "int64", "bool_", "DTYPES", "as_dtype", "result_dtype",
            "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
            "SimpleBackend", "backend", "set_default_backend", "get_default_backend",
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
@@ -93,3 +93,6 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_",
            "FusedBackend", "FusedOps", "fused_softmax", "SoftmaxFun", "fused_layer_norm", "LayerNormFun",
            "fused_gelu", "Gelu"]
+
+# %% ../nbs/99_api.ipynb #b0017c02
+bool = bool_   # torch.bool's name; kept out of __all__, where it would replace Python's bool on `import *`

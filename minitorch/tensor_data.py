@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['Index', 'Shape', 'Strides', 'Storage', 'OutIndex', 'UserIndex', 'UserShape', 'UserStrides', 'float64', 'float32',
-           'int64', 'DTYPES', 'PRINT_THRESHOLD', 'PRINT_EDGE', 'IndexingError', 'index_to_position', 'to_index',
-           'strides_from_shape', 'as_dtype', 'is_floating', 'result_dtype', 'stored_array', 'checked_shape',
+           'int64', 'bool_', 'DTYPES', 'PRINT_THRESHOLD', 'PRINT_EDGE', 'IndexingError', 'index_to_position',
+           'to_index', 'strides_from_shape', 'as_dtype', 'is_floating', 'result_dtype', 'stored_array', 'checked_shape',
            'index_array', 'DeviceStorage', 'TensorData', 'key_entry_error', 'expanded_key', 'dim_position',
            'slice_steps', 'index_view', 'shape_broadcast', 'broadcast_index']
 
@@ -71,12 +71,14 @@ float32 = np.dtype(np.float32)
 "Single precision, 4 bytes a number: PyTorch's default dtype, half the memory traffic of float64."
 int64 = np.dtype(np.int64)
 "Whole numbers, 8 bytes: indices such as token ids."
-DTYPES = (float64, float32, int64)
+bool_ = np.dtype(np.bool_)
+"True or False, 1 byte: masks, what comparisons give (PyTorch's `torch.bool`, `minitorch.bool` at the top level)."
+DTYPES = (float64, float32, int64, bool_)
 "The number types a tensor can hold."
 
 
 def as_dtype(dtype: object) -> np.dtype:
-    "`dtype` (`minitorch.float32`, a NumPy type or its name) as one of `DTYPES`, or a TypeError listing them."
+    "`dtype` (`minitorch.float32`, a NumPy type or its name, Python's `bool`) as one of `DTYPES`, or a TypeError listing them."
     try:
         found = None if dtype is None else np.dtype(dtype)
     except (TypeError, ValueError):
@@ -92,11 +94,11 @@ def is_floating(dtype: np.dtype) -> bool:
 
 
 def result_dtype(dtype_a: np.dtype, dtype_b: np.dtype) -> np.dtype:
-    "The dtype of an operation on two tensors, as PyTorch promotes: the wider float, a float over an integer."
+    "The dtype of an operation on two tensors, as PyTorch promotes: the wider float, a float over an integer or a bool, an integer over a bool."
     if dtype_a == dtype_b:
         return dtype_a
     floats = [dtype for dtype in (dtype_a, dtype_b) if is_floating(dtype)]
-    return max(floats, key=lambda dtype: dtype.itemsize) if floats else int64
+    return max(floats, key=lambda dtype: dtype.itemsize) if floats else int64  # int64 and bool: int64
 
 
 def stored_array(values: object) -> Storage:
@@ -215,10 +217,10 @@ class TensorData:
             raise IndexingError(f"index {entries} is out of range for shape {self.shape}")
         return self.offset + int(index_to_position(np.array(entries, dtype=np.int64), self._strides))
 
-    def get(self, index: int | Sequence[int]) -> float | int:
-        "The value at `index`: a float, or an int for an integer dtype."
+    def get(self, index: int | Sequence[int]) -> float | int | bool:
+        "The value at `index`: a float, an int for an integer dtype, a bool for `bool_`."
         value = self._storage[self.index(index)]
-        return int(value) if self.dtype.kind == "i" else float(value)
+        return int(value) if self.dtype.kind == "i" else bool(value) if self.dtype == bool_ else float(value)
 
     def set(self, index: int | Sequence[int], value: float) -> None:
         "Store `value` at `index`."
@@ -253,7 +255,11 @@ class TensorData:
         elide = self.size > PRINT_THRESHOLD
         storage = self.host_storage()
         style = "d" if self.dtype.kind == "i" else ".4f"  # whole numbers without decimals
-        width = max(len(f"{value:{style}}") for value in (storage.min(), storage.max()))
+
+        def shown_value(value: float) -> str:
+            return str(bool(value)) if self.dtype == bool_ else f"{value:{style}}"   # bools as True and False
+
+        width = max(len(shown_value(value)) for value in (storage.min(), storage.max()))
 
         def shown(length: int) -> list[int | None]:
             if elide and length > 2 * PRINT_EDGE:
@@ -263,7 +269,7 @@ class TensorData:
         def render(prefix: tuple[int, ...]) -> str:
             depth = len(prefix)
             if depth == self.dims:
-                return f"{storage[self.index(prefix)]:{width}{style}}"
+                return f"{shown_value(storage[self.index(prefix)]):>{width}}"
             parts = ["..." if entry is None else render(prefix + (entry,)) for entry in shown(self.shape[depth])]
             separator = "," + "\n" * (self.dims - depth - 1) + (" " * (depth + 1) if depth < self.dims - 1 else " ")
             return "[" + separator.join(parts) + "]"

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import operators
-from .tensor_data import (Index, IndexingError, Shape, Storage, Strides, TensorData, broadcast_index,
+from .tensor_data import (Index, IndexingError, Shape, Storage, Strides, TensorData, bool_, broadcast_index,
                                    float64, index_to_position, int64, is_floating, result_dtype,
                                    shape_broadcast, stored_array, to_index)
 
@@ -189,10 +189,12 @@ def tensor_scatter_add(out_storage: Storage, out_shape: Shape, out_strides: Stri
         out_storage[index_to_position(index, out_strides)] += value
 
 # %% ../nbs/21_tensor_ops.ipynb #bffc1385
-def fill_value(value: float, dtype: np.dtype) -> float | int:
+def fill_value(value: float, dtype: np.dtype) -> float | int | bool:
     "`value` as `dtype` holds it: an int for an integer dtype, with -inf and inf (reductions start there) its extremes."
     if is_floating(dtype):
         return value
+    if dtype == bool_:   # -inf, a maximum's start, is False; inf and any other non-zero number True
+        return bool(value > 0) if math.isinf(value) else bool(value)
     if math.isinf(value):
         return int(np.iinfo(dtype).min if value < 0 else np.iinfo(dtype).max)
     return int(value)
@@ -248,8 +250,12 @@ def map_output(a: "Tensor", out: "Tensor | None") -> "Tensor":
     return out
 
 
-def zip_output(a: "Tensor", b: "Tensor") -> "Tensor":
-    "A new tensor of the shape `a` and `b` broadcast to, of the dtype they promote to."
+def zip_output(a: "Tensor", b: "Tensor", out: "Tensor | None" = None) -> "Tensor":
+    "The output of a zip of `a` and `b`: `out` if it has the shape they broadcast to, else a new tensor of it, of the dtype they promote to."
+    if out is not None:
+        if shape_broadcast(a.shape, b.shape) != out.shape:
+            raise IndexingError(f"cannot zip tensors of shapes {a.shape} and {b.shape} into an output of shape {out.shape}")
+        return out
     if a.shape == b.shape and a.dtype == b.dtype:  # the usual case, answered without working it out
         return unset_output(a, a.shape, a.dtype)
     return unset_output(a, shape_broadcast(a.shape, b.shape), result_dtype(a.dtype, b.dtype))
@@ -374,8 +380,8 @@ class TensorOps:
         raise NotImplementedError
 
     @staticmethod
-    def zip(fn: Callable[[float, float], float]) -> Callable[["Tensor", "Tensor"], "Tensor"]:
-        "A function `(a, b) -> Tensor` combining broadcast `a` and `b` element by element with `fn`."
+    def zip(fn: Callable[[float, float], float]) -> Callable[..., "Tensor"]:
+        "A function `(a, b, out=None) -> Tensor` combining broadcast `a` and `b` element by element with `fn` (into `out`)."
         raise NotImplementedError
 
     @staticmethod
@@ -491,11 +497,11 @@ class KernelOps(TensorOps):
         return apply
 
     @classmethod
-    def zip(cls, fn: Callable[[float, float], float]) -> Callable[["Tensor", "Tensor"], "Tensor"]:
+    def zip(cls, fn: Callable[[float, float], float]) -> Callable[..., "Tensor"]:
         kernel, grid, launch = cls.zip_kernel(fn), cls.elementwise_grid, cls.launch
 
-        def apply(a: "Tensor", b: "Tensor") -> "Tensor":
-            out = zip_output(a, b)
+        def apply(a: "Tensor", b: "Tensor", out: "Tensor | None" = None) -> "Tensor":
+            out = zip_output(a, b, out)
             launch(kernel, grid(out._tensor.size), (out._tensor, a._tensor, b._tensor))
             return out
 

@@ -1,4 +1,4 @@
-"""Dtypes on every backend: float64 (the default), float32 and int64 tensors, made, computed, promoted and
+"""Dtypes on every backend: float64 (the default), float32, int64 and bool tensors, made, computed, promoted and
 differentiated as PyTorch does (values against NumPy and PyTorch, property-based over shapes and strided layouts)."""
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tensor_strategies import broadcast_shapes, shapes, tensor_data
 
 import minitorch
-from minitorch import Tensor, TensorData, float32, float64, int64, nn, ones, rand, tensor, zeros
+from minitorch import Tensor, TensorData, bool_, float32, float64, int64, nn, ones, rand, tensor, zeros
 
 try:
     import torch
@@ -18,7 +18,7 @@ except ImportError:  # the parity tests skip; the others run
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install -e '.[torch]')")
 with_backends = pytest.mark.parametrize("backend", BACKENDS)
 float_dtypes = pytest.mark.parametrize("dtype", [float32, float64], ids=["float32", "float64"])
-TORCH_DTYPES = {"float32": "float32", "float64": "float64", "int64": "int64"}
+TORCH_DTYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "bool"}
 small = st.floats(min_value=-3, max_value=3, allow_nan=False, width=32)
 
 
@@ -43,13 +43,17 @@ def tolerance(dtype: np.dtype) -> dict:
 def test_dtype_names_are_numpy_dtypes_with_pytorch_names():
     assert (minitorch.float32, minitorch.float64, minitorch.int64) == (np.dtype("float32"), np.dtype("float64"),
                                                                           np.dtype("int64"))
-    assert minitorch.DTYPES == (float64, float32, int64)
+    assert minitorch.DTYPES == (float64, float32, int64, bool_)
     assert minitorch.as_dtype("float32") is float32 and minitorch.as_dtype(np.int64) is int64
+    assert minitorch.bool is bool_ == np.dtype(bool) and minitorch.as_dtype(bool) is bool_ and minitorch.as_dtype("bool") is bool_
+    star = {}
+    exec("from minitorch import *", star)   # torch.bool's name, kept out of `import *`: Python's bool stays bool
+    assert "bool" not in minitorch.__all__ and "bool" not in star and star["bool_"] is bool_
 
 
-@pytest.mark.parametrize("bad", ["float16", "complex64", None, "tensor", 3.5, np.bool_])
+@pytest.mark.parametrize("bad", ["float16", "complex64", None, "tensor", 3.5, np.uint8])
 def test_a_dtype_that_does_not_exist_is_refused_with_the_choices(bad):
-    with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64"):
+    with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64, bool"):
         zeros(2, dtype=bad)
     with pytest.raises(TypeError, match="is not a tensor dtype"):
         tensor([1.0]).to(bad)
@@ -123,7 +127,7 @@ def test_whole_powers_as_torch(backend):
 
 
 PAIRS = [(float32, float32), (float32, float64), (float64, float32), (int64, float32), (float32, int64),
-         (int64, float64), (int64, int64)]
+         (int64, float64), (int64, int64), (bool_, bool_), (bool_, int64), (float32, bool_), (bool_, float64)]
 
 
 @needs_torch
@@ -133,18 +137,23 @@ PAIRS = [(float32, float32), (float32, float64), (float64, float32), (int64, flo
 @given(data=st.data(), shape_pair=broadcast_shapes())
 def test_binary_operations_promote_as_torch(backend, data, dtypes, shape_pair):
     "Each pair of dtypes a test of its own: on the fast backend each compiles its kernels (the cost), on any core."
-    integers = st.integers(min_value=-5, max_value=5).map(float)
-    a, b = (strided(data.draw, backend, dtype, shape, integers if dtype == int64 else small)
+    elements = {int64: st.integers(min_value=-5, max_value=5).map(float), bool_: st.integers(0, 1).map(float)}
+    a, b = (strided(data.draw, backend, dtype, shape, elements.get(dtype, small))
             for dtype, shape in zip(dtypes, shape_pair))
     torch_a, torch_b = torch.tensor(a.to_numpy()), torch.tensor(b.to_numpy())
-    for ours, expected in ((a + b, torch_a + torch_b), (a * b, torch_a * torch_b), (a - b, torch_a - torch_b)):
+    pairs = [(a + b, torch_a + torch_b), (a * b, torch_a * torch_b)]
+    if bool_ not in dtypes:   # torch refuses `-` with a bool; minitorch only between two bools (below)
+        pairs.append((a - b, torch_a - torch_b))
+    for ours, expected in pairs:
         assert ours.dtype.name == str(expected.dtype).removeprefix("torch.")
         np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
     for ours, expected in ((a < b, torch_a < torch_b), (a == b, torch_a == torch_b), (a <= b, torch_a <= torch_b),
-                           (a >= b, torch_a >= torch_b), (a != b, torch_a != torch_b)):
+                           (a >= b, torch_a >= torch_b), (a != b, torch_a != torch_b), (a > b, torch_a > torch_b)):
+        assert ours.dtype == bool_ and expected.dtype == torch.bool
         np.testing.assert_array_equal(ours.to_numpy(), expected.numpy())
-    quotient, expected = a / b, torch_a / torch_b   # ints divide into minitorch's default float64, PyTorch's float32
-    assert quotient.dtype.name == ("float64" if dtypes == (int64, int64) else str(expected.dtype).removeprefix("torch."))
+    quotient, expected = a / b, torch_a / torch_b   # ints and bools divide into minitorch's default float64, PyTorch's float32
+    floats = any(dtype.kind == "f" for dtype in dtypes)
+    assert quotient.dtype.name == ("float64" if not floats else str(expected.dtype).removeprefix("torch."))
     divisor = np.broadcast_to(b.to_numpy(), expected.shape)
     usual = (np.abs(divisor) >= 1e-6) | (divisor == 0)   # a / b is a * (1 / b): 1 / a subnormal b overflows
     np.testing.assert_allclose(quotient.to_numpy()[usual], expected.numpy()[usual], rtol=1e-6, atol=1e-6)
@@ -158,6 +167,10 @@ def test_a_number_takes_the_tensors_dtype(backend):
     assert (ids * 0.5).dtype == float64 and (ids * 0.5).to_numpy().tolist() == [1.0, 1.5]
     assert ids.exp().dtype == float64 and ids.sigmoid().dtype == float64 and (1 / ids).dtype == float64
     assert (-ids).dtype == int64 and ids.relu().dtype == int64
+    mask = tensor([1, 0], backend=backend, dtype=bool_)   # a number of a higher kind than bool wins, as in PyTorch
+    assert (mask + 1).dtype == int64 and (mask + 1).tolist() == [2, 1] and (mask * 0.5).dtype == float64
+    assert (mask + True).dtype == bool_ and (mask * False).tolist() == [False, False] and (x * True).dtype == float32
+    assert (ids + True).dtype == int64 and (ids + True).tolist() == [3, 4]
 
 
 @with_backends
@@ -288,6 +301,59 @@ def test_a_checkpoint_loads_into_each_parameters_dtype(tmp_path):
     np.testing.assert_array_equal(fresh.weight.value.to_numpy(), layer.weight.value.to_numpy())
 
 
+@needs_torch
+@with_backends
+def test_bool_tensors_compute_as_torch(backend):
+    "Masks made, counted, combined, converted, promoted and printed as PyTorch's; `-` on them refused as in PyTorch."
+    values = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, -2.5]])
+    x, theirs = tensor(values, backend=backend), torch.tensor(values)
+    mask, their_mask = x > 0, theirs > 0
+    other, their_other = x < 2.5, theirs < 2.5
+    pairs = [(mask, their_mask), (mask.sum(), their_mask.sum()), (mask.sum(1, keepdim=False), their_mask.sum(1)),
+             (mask.cumsum(1), their_mask.cumsum(1)), (mask.float(), their_mask.float()), (mask.long(), their_mask.long()),
+             (mask.all(), their_mask.all()), (mask.any(1, keepdim=False), their_mask.any(1)), (~mask, ~their_mask),
+             (mask & other, their_mask & their_other), (mask | other, their_mask | their_other),
+             (mask ^ other, their_mask ^ their_other), (mask + other, their_mask + their_other),
+             (mask * other, their_mask * their_other), (mask * x, their_mask * theirs), (mask + 1, their_mask + 1),
+             (mask ** 2, their_mask ** 2), (mask / 2, their_mask / 2), (x.logical_not(), theirs.logical_not()),
+             (x.logical_and(mask), theirs.logical_and(their_mask)), (mask.logical_or(x), their_mask.logical_or(theirs)),
+             (x.logical_xor(0.0), theirs.logical_xor(torch.tensor(0.0))), ((x == x).float().mean(), (theirs == theirs).float().mean()),
+             (mask.to(float64) @ x.permute(1, 0), their_mask.double() @ theirs.T), (True & mask, True & their_mask)]
+    for number, (ours, expected) in enumerate(pairs):
+        wanted = str(expected.dtype).removeprefix("torch.")
+        assert ours.dtype.name == (wanted if wanted != "float32" or ours.dtype == float32 else "float64"), number
+        np.testing.assert_allclose(ours.to_numpy(), expected.numpy().reshape(ours.shape), err_msg=str(number))
+    assert mask.sum().item() == 3 and type(mask.sum().item()) is int and mask[0, 2] is True and mask.tolist()[1] == [True, False, False]
+    assert repr(mask).startswith("tensor([[ True, False,  True],") and "dtype=bool" in repr(mask)
+    made = [tensor([1, 0, 2], backend=backend, dtype=bool_), zeros(3, backend=backend, dtype=bool_),
+            ones(3, backend=backend, dtype=bool), minitorch.full(3, True, backend=backend, dtype=bool_)]
+    assert [m.tolist() for m in made] == [[True, False, True], [False] * 3, [True] * 3, [True] * 3]
+    assert all(m.dtype == bool_ for m in made) and made[0].to(float32).tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(TypeError, match="negation, the `-` operator, on a bool tensor is not supported"):
+        -mask
+    with pytest.raises(TypeError, match="subtraction, the `-` operator, with two bool tensors is not supported"):
+        mask - other
+    with pytest.raises(TypeError, match=r"a & b takes two bool tensors \(masks\), got bool and float64"):
+        mask & x
+    with pytest.raises(TypeError, match=r"~x takes a bool or an int64 tensor, this one is float64"):
+        ~x
+    with pytest.raises(TypeError, match="only float tensors can require gradients, this one is bool"):
+        mask.requires_grad_()
+    assert (~tensor([5, -1], backend=backend, dtype=int64)).tolist() == (~torch.tensor([5, -1])).tolist()
+
+
+@with_backends
+def test_comparisons_of_tracked_tensors_pass_zero_gradients(backend):
+    "A comparison is flat: a gradient through it (a mask summed, a float mask used) is zero, as before it gave bools."
+    x = tensor([[1.0, -2.0], [0.5, 3.0]], backend=backend, requires_grad=True)
+    y = tensor([0.0, 1.0], backend=backend, requires_grad=True)
+    ((x > y).sum() + (x == y).float().sum() + x.is_close(y).long().sum()).backward()
+    assert x.grad.dtype == float64 and x.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]] and y.grad.tolist() == [0.0, 0.0]
+    x.zero_grad_()
+    ((x > 0) * x).sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0], [1.0, 1.0]]
+
+
 @with_backends
 def test_selection_and_joining_keep_the_values_dtype_as_torch(backend):
     mask = tensor([1.0, 0.0, 1.0], backend=backend)  # a float64 condition does not promote
@@ -298,6 +364,10 @@ def test_selection_and_joining_keep_the_values_dtype_as_torch(backend):
     assert ids.masked_fill(mask, 1.5).to_numpy().tolist() == [1, 5, 1]  # stored in the tensor's dtype
     assert minitorch.cat([single, ids]).dtype == float32 and minitorch.stack([ids, ids]).dtype == int64
     assert minitorch.tril(ones((3, 3), backend=backend, dtype=float32)).dtype == float32
+    flags = mask == 1.0   # a bool condition, as PyTorch's
+    assert minitorch.where(flags, single, ids).dtype == float32 and single.masked_fill(flags, 0.0).tolist() == [0.0, 1.0, 0.0]
+    assert minitorch.where(flags, flags, False).dtype == bool_ and minitorch.cat([flags, ids]).dtype == int64
+    assert minitorch.cat([flags, flags]).dtype == bool_ and minitorch.stack([flags, single]).dtype == float32
 
 
 @needs_torch

@@ -101,10 +101,11 @@ def test_matmul_forward_and_gradients(backend, data):
 def test_comparisons_all_and_is_close(backend, data):
     a = data.draw(tensors(backend))
     b = data.draw(tensors(backend, a.shape))
-    np.testing.assert_array_equal((a < b).to_numpy(), (a.to_numpy() < b.to_numpy()) * 1.0)
-    np.testing.assert_array_equal((a > b).to_numpy(), (a.to_numpy() > b.to_numpy()) * 1.0)
-    assert (a == a).all().item() == 1.0 and a.is_close(a + 1e-3).all().item() == 1.0
-    assert a.is_close(a + 1.0).all().item() == 0.0
+    np.testing.assert_array_equal((a < b).to_numpy(), a.to_numpy() < b.to_numpy())
+    np.testing.assert_array_equal((a > b).to_numpy(), a.to_numpy() > b.to_numpy())
+    assert (a < b).dtype == (a == b).dtype == a.is_close(b).dtype == (a < b).all().dtype == minitorch.bool
+    assert (a == a).all().item() is True and a.is_close(a + 1e-3).all().item() is True
+    assert a.is_close(a + 1.0).all().item() is False and (a < b).sum().item() == np.sum(a.to_numpy() < b.to_numpy())
     np.testing.assert_array_equal((a < b).all(0).to_numpy(), np.all(a.to_numpy() < b.to_numpy(), 0, keepdims=True))
 
 

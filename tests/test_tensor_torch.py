@@ -26,6 +26,9 @@ UNARY = {
     "rsub": lambda v: 2.0 - v,
     "scale": lambda v: v / 3.0,
     "view": lambda v: v.contiguous().view(math.prod(v.shape)).view(*v.shape),
+    "positive part": lambda v: v * (v > 0.1),
+    "masked_fill": lambda v: v.masked_fill(v < -0.5, 0.25),
+    "or": lambda v: v * ((v > 1.0) | (v < -1.0)) + 0.5 * (v > 0.0).float(),
 }
 BINARY = {
     "add": lambda v, w: v + w,
@@ -33,6 +36,8 @@ BINARY = {
     "mul": lambda v, w: v * w,
     "div": lambda v, w: v / (w * w + 1.0),
     "mask": lambda v, w: v * ((v < w) * 1.0) + w * ((v > w) * 1.0),
+    "bool promote": lambda v, w: (v <= w) + v - (w != 0.3).double() * w,
+    "and": lambda v, w: w * (v > -1.0) * ((v < w) & (w < 1.5)),
 }
 REDUCE = {
     "sum": lambda v, dim: v.sum(dim, keepdim=True),
@@ -49,9 +54,10 @@ def close(ours, theirs):
 
 
 def close_grad(ours, theirs):
-    "Assert that two leaf gradients agree; `None` (input not used) on both sides counts as agreement."
-    assert (ours is None) == (theirs is None), (ours, theirs)
-    if theirs is not None:
+    "Assert that two leaf gradients agree; torch's `None` (input not used, or only compared) agrees with ours of zeros."
+    if theirs is None:   # a comparison passes zero gradients in minitorch, none in torch
+        assert ours is None or not ours.to_numpy().any(), ours
+    else:
         close(ours, theirs)
 
 

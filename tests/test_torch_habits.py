@@ -155,15 +155,17 @@ def test_a_comparison_used_as_a_mask_is_refused_with_the_way_out(backend):
 @settings(max_examples=30)
 @given(shapes, st.booleans(), st.integers(0, 2**16))
 def test_comparison_methods_as_torch(backend, shape, broadcast, seed):
-    "1.0 / 0.0 where torch's `lt`, `gt`, `eq`, `le`, `ge`, `ne` give True / False (NaN unequal to all), broadcasting."
+    "torch's `lt`, `gt`, `eq`, `le`, `ge`, `ne`: bool tensors of True / False (NaN unequal to all), broadcasting."
     values = planted(shape, seed, "float64")
     others = planted(shape[1:] if broadcast and len(shape) > 1 else shape, seed + 1, "float64")
     shared = min(values.size, others.size) // 2
     others.reshape(-1)[:shared] = values.reshape(-1)[:shared]   # equal pairs too
     x, y = tensor(values, backend=backend), tensor(others, backend=backend)
     for name in ("lt", "gt", "eq", "le", "ge", "ne"):
-        expected = getattr(torch.tensor(values), name)(torch.tensor(others)).numpy().astype(float)
-        np.testing.assert_array_equal(getattr(x, name)(y).to_numpy(), expected, err_msg=name)
+        expected = getattr(torch.tensor(values), name)(torch.tensor(others)).numpy()
+        ours = getattr(x, name)(y)
+        assert ours.dtype == minitorch.bool and expected.dtype == np.bool_
+        np.testing.assert_array_equal(ours.to_numpy(), expected, err_msg=name)
 
 
 def test_type_as_view_as_and_reshape_as_as_torch(backend):
