@@ -287,10 +287,10 @@ def test_errors_name_what_was_wrong(backend):
         Embedding(4, 3, backend=backend)(tensor([1.0], backend=backend))
     with pytest.raises(TypeError, match="must be an int64 Tensor, got list"):
         table.index_select(0, [0, 1])
-    with pytest.raises(TypeError, match=r"an index list must hold ints \(ids\), got \[0.5, 1\]"):
+    with pytest.raises(TypeError, match=r"an index list must hold ints \(ids\) or bools \(a mask\), got \[0.5, 1\]"):
         table[[0.5, 1]]
-    with pytest.raises(TypeError, match=r"an index list must hold ints \(ids\), got \[True, False\]"):
-        table[[True, False]]
+    with pytest.raises(IndexingError, match=r"the shape of the mask \(2,\) does not match the shape \(4,\)"):
+        table[[True, False]]   # a list of bools is a mask, as in PyTorch: one per row
     with pytest.raises(ValueError, match=r"ragged data: the index list\[0\] has shape \(2,\)"):
         table[[[0, 1], [2]]]
     with pytest.raises(IndexingError, match=r"index 4 is out of range for dim 0 of size 4"):

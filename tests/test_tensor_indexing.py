@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tensor_strategies import SPECIAL, arrays
 
+import minitorch
 from minitorch import IndexingError, backend as backend_named, cat, stack, tensor, tril, triu, where
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
@@ -270,23 +271,26 @@ def test_where_selects_as_numpy_and_torch(backend, shape, data):
     assert_grads(leaves, twins)
 
 
-@given(shapes(), st.sampled_from(SPECIAL), st.data())
-def test_masked_fill_matches_numpy_and_torch(backend, shape, value, data):
-    mask_values = (np.random.default_rng(data.draw(st.integers(0, 2**16))).random(
-        data.draw(broadcast_shapes(shape))) < 0.5) * 1.0
-    if mask_values.ndim == 0:
+@given(shapes(), st.sampled_from(SPECIAL), st.booleans(), st.data())
+def test_masked_fill_matches_numpy_and_torch(backend, shape, value, larger_mask, data):
+    "A bool mask (or 0.0/1.0 floats) that broadcasts to the tensor's shape, or the tensor to the mask's, as in torch."
+    smaller = data.draw(broadcast_shapes(shape))
+    mask_shape, values_shape = (shape, smaller) if larger_mask else (smaller, shape)
+    flags = np.random.default_rng(data.draw(st.integers(0, 2**16))).random(mask_shape) < 0.5
+    if flags.ndim == 0 or not values_shape:
         return
-    values = data.draw(arrays(shape, special=True))
+    values = data.draw(arrays(values_shape, special=True))
     sliced = data.draw(st.booleans())
     leaf, t, raw = leaf_and_input(values, backend, sliced)
-    out = t.masked_fill(tensor(mask_values, backend=backend), value)
-    assert out.shape == shape
-    np.testing.assert_array_equal(out.to_numpy(), np.where(mask_values != 0, value, values))
+    mask = tensor(flags, backend=backend, dtype=minitorch.bool) if data.draw(st.booleans()) else tensor(flags * 1.0, backend=backend)
+    out = t.masked_fill(mask, value)
+    assert out.shape == np.broadcast_shapes(mask_shape, values_shape) and out.dtype == t.dtype
+    np.testing.assert_array_equal(out.to_numpy(), np.where(flags, value, values))
     torch = pytest.importorskip("torch")
-    weights = data.draw(arrays(shape))
+    weights = data.draw(arrays(out.shape))
     weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
     twin, twin_input = torch_leaf(torch, raw, sliced)
-    (twin_input.masked_fill(torch.tensor(mask_values) != 0, value) * torch.tensor(weights)).sum().backward()
+    (twin_input.masked_fill(torch.tensor(flags), value) * torch.tensor(weights)).sum().backward()
     assert_grads([leaf], [twin])
 
 
@@ -311,8 +315,8 @@ def test_where_and_masked_fill_errors(backend):
         where(t, t, tensor([1.0, 2.0], backend=backend))
     with pytest.raises(TypeError, match="cannot combine"):
         where(t, "a", 0.0)
-    with pytest.raises(IndexingError, match=r"mask of shape \(3, 2, 3\) does not broadcast to the tensor's shape"):
-        t.masked_fill(tensor(np.ones((3, 2, 3)), backend=backend), 0.0)
+    with pytest.raises(IndexingError, match=r"mask of shape \(3, 3\) does not broadcast with the tensor's shape"):
+        t.masked_fill(tensor(np.ones((3, 3)), backend=backend) > 0, 0.0)
     with pytest.raises(TypeError, match="mask is a ndarray"):
         t.masked_fill(np.ones((2, 3)), 0.0)
     with pytest.raises(TypeError, match="must be a number"):
@@ -342,3 +346,99 @@ def test_tril_and_triu_errors(backend):
         tril(tensor([1.0, 2.0, 3.0], backend=backend))
     with pytest.raises(TypeError, match="diagonal must be an int"):
         triu(tensor(np.ones((2, 2)), backend=backend), 0.5)
+
+
+# --- bool masks: t[mask], t[mask] = value ----------------------------------------------------------------------------
+@st.composite
+def mask_cases(draw):
+    "Values, the dim a mask starts at and how many dims it covers, its True/False values, and whether the input is sliced."
+    shape = draw(shapes(low=0))
+    dim = draw(st.integers(0, len(shape) - 1))
+    covered = draw(st.integers(1, len(shape) - dim))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    flags = rng.random(shape[dim:dim + covered]) < draw(st.sampled_from([0.0, 0.5, 1.0]))
+    return draw(arrays(shape, special=True)), dim, flags, draw(st.booleans())
+
+
+@given(mask_cases(), st.data())
+def test_indexing_by_a_bool_mask_matches_torch(backend, case, data):
+    "`t[mask]` and `t[:, mask]` (masks of one or more dims): torch's values, in row-major order, and gradients."
+    torch = pytest.importorskip("torch")
+    values, dim, flags, sliced = case
+    leaf, t, raw = leaf_and_input(values, backend, sliced)
+    key = (slice(None),) * dim + (tensor(flags, backend=backend, dtype=minitorch.bool),)
+    twin, twin_input = torch_leaf(torch, raw, sliced)
+    expected = twin_input[(slice(None),) * dim + (torch.tensor(flags),)]
+    out = t[key]
+    assert out.shape == tuple(expected.shape) and out.dtype == minitorch.float64
+    np.testing.assert_array_equal(out.to_numpy(), expected.detach().numpy())
+    weights = data.draw(arrays(out.shape))
+    weighted_sum(out, weights, lambda w: tensor(w, backend=backend)).backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    assert_grads([leaf], [twin])
+    if dim == 0 and flags.ndim == 1:   # a list of bools is a mask too
+        np.testing.assert_array_equal(t[flags.tolist()].to_numpy(), expected.detach().numpy())
+
+
+@given(mask_cases(), st.sampled_from(["number", "one", "picked", "trailing"]), st.data())
+def test_assigning_through_a_bool_mask_matches_torch(backend, case, kind, data):
+    "`t[mask] = value` in place, a number, one value, one per picked place, or broadcast over the picked places."
+    torch = pytest.importorskip("torch")
+    values, dim, flags, sliced = case
+    leaf, t, raw = leaf_and_input(values, backend, sliced, requires_grad=False)
+    twin_input = torch_leaf(torch, raw, sliced)[1].detach()
+    their_mask = torch.tensor(flags)
+    picked = tuple(twin_input[(slice(None),) * dim + (their_mask,)].shape)
+    value_shape = {"one": (1,), "picked": picked, "trailing": picked[dim + 1:]}.get(kind)
+    value = data.draw(st.sampled_from([-math.inf, 0.0, 2.5])) if value_shape is None else data.draw(arrays(value_shape))
+    if value_shape == ():
+        value = float(value)
+    t[(slice(None),) * dim + (tensor(flags, backend=backend, dtype=minitorch.bool),)] = (
+        value if isinstance(value, float) else tensor(value, backend=backend))
+    twin_input[(slice(None),) * dim + (their_mask,)] = value if isinstance(value, float) else torch.tensor(value)
+    np.testing.assert_array_equal(t.to_numpy(), twin_input.numpy())
+    if sliced and values.ndim:   # written through the view into the storage it shares, nothing else touched
+        np.testing.assert_array_equal(leaf.to_numpy()[1::2], twin_input.numpy())
+        assert (leaf.to_numpy()[::2] == 7.0).all()
+
+
+def test_nanogpt_and_pytorch_habits_with_masks(backend):
+    "Top-k filtering, a causal mask from a buffer, `x[x > 0]`, counting and accuracy, as PyTorch code writes them."
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    logits_values, att_values = rng.normal(size=(3, 7)), rng.normal(size=(2, 2, 4, 4))
+    ours, theirs = tensor(logits_values, backend=backend), torch.tensor(logits_values)
+    v = tensor(np.sort(logits_values, 1)[:, ::-1][:, :3].copy(), backend=backend)
+    their_v, _ = torch.topk(theirs, 3)
+    ours[ours < v[:, [-1]]] = -float("inf")
+    theirs[theirs < their_v[:, [-1]]] = -float("inf")
+    np.testing.assert_array_equal(ours.to_numpy(), theirs.numpy())
+    bias = tril(tensor(np.ones((4, 4)), backend=backend)).view(1, 1, 4, 4)
+    their_bias = torch.tril(torch.ones(4, 4)).view(1, 1, 4, 4)
+    att, their_att = tensor(att_values, backend=backend)[..., :3, :3], torch.tensor(att_values)[..., :3, :3]   # T = 3
+    masked = att.masked_fill(bias[:, :, :3, :3] == 0, float("-inf"))
+    np.testing.assert_array_equal(masked.to_numpy(), their_att.masked_fill(their_bias[:, :, :3, :3] == 0, float("-inf")))
+    x, their_x = tensor(logits_values, backend=backend), torch.tensor(logits_values)
+    np.testing.assert_array_equal(x[x > 0].to_numpy(), their_x[their_x > 0].numpy())
+    assert (x > 0).sum().item() == (their_x > 0).sum().item() and (x > 0).sum().dtype == minitorch.int64
+    a, b = tensor([1, 2, 3, 4], backend=backend, dtype=minitorch.int64), tensor([1, 0, 3, 0], backend=backend, dtype=minitorch.int64)
+    accuracy = (a == b).float().mean()
+    assert accuracy.dtype == minitorch.float32 and accuracy.item() == 0.5
+
+
+def test_bool_mask_errors(backend):
+    t = tensor(np.arange(6.0).reshape(2, 3), backend=backend)
+    with pytest.raises(IndexingError, match=r"the shape of the mask \(3,\) does not match the shape \(2,\)"):
+        t[tensor([True, False, True], backend=backend, dtype=minitorch.bool)]
+    with pytest.raises(IndexingError, match=r"one mask among full slices"):
+        t[t > 2, 0]
+    with pytest.raises(IndexingError, match=r"a value of shape \(2,\) cannot be broadcast to the shape \(3,\)"):
+        t[t > 2] = tensor([1.0, 2.0], backend=backend)
+    with pytest.raises(TypeError, match=r"cannot store a float64 result in x of dtype int64"):
+        ids = tensor([1, 2, 3], backend=backend, dtype=minitorch.int64)
+        ids[ids > 1] = 0.5
+    tracked = tensor([1.0, -1.0], backend=backend, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"x\[mask\] = value changes x in place"):
+        tracked[tracked > 0] = 0.0
+    with pytest.raises(TypeError, match=r"the index must be int64, got bool"):
+        minitorch.gather(t, 1, t > 2)

@@ -37,6 +37,7 @@ BINARY = {
     "div": lambda v, w: v / (w * w + 1.0),
     "mask": lambda v, w: v * ((v < w) * 1.0) + w * ((v > w) * 1.0),
     "bool promote": lambda v, w: (v <= w) + v - (w != 0.3).double() * w,
+    "masked_fill broadcast": lambda v, w: v.masked_fill(w > 0.2, -1.5),
     "and": lambda v, w: w * (v > -1.0) * ((v < w) & (w < 1.5)),
 }
 REDUCE = {

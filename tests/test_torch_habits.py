@@ -2,7 +2,7 @@
 MiniTorch's `t.size`, `unbind`, `repeat`, `mT`, `sort` and `argsort` (values, positions and gradients, NaN and
 infinities included, float32, float64 and int64, permuted inputs), the comparison methods (`lt`, ..., `ne`),
 `type_as`, `view_as`, `reshape_as`, `logsumexp`, the layout (`stride()`, `storage_offset()`, `is_contiguous()`) of random
-views, and the error for a comparison used as a mask."""
+views, and a comparison used as a mask."""
 import math
 
 import numpy as np
@@ -144,11 +144,12 @@ def test_sort_and_argsort_as_torch(backend, shape, kind, descending, permuted, d
         same(leaf.grad, their_leaf.grad)
 
 
-def test_a_comparison_used_as_a_mask_is_refused_with_the_way_out(backend):
+def test_a_comparison_is_a_bool_mask_as_torch(backend):
     x = tensor([1.0, -2.0, 3.0], backend=backend)
-    with pytest.raises(TypeError, match=r"not a boolean mask: use where\(mask, x, 0.0\)"):
-        x[x > 0]
+    assert (x > 0).dtype == minitorch.bool and x[x > 0].tolist() == [1.0, 3.0]
     assert minitorch.where(x > 0, x, 0.0).tolist() == [1.0, 0.0, 3.0]
+    with pytest.raises(TypeError, match=r"the index must be int64, got float64: convert ids with .long\(\)"):
+        x[(x > 0).double()]
 
 
 @pytest.mark.task("2.6")
