@@ -34,7 +34,7 @@ from .tensor_indexing import Embedding, Gather, IndexSelect, gather, index_selec
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
                                  sum_practice)
-from .adam import Adam
+from .adam import Adam, AdamW, clip_grad_norm_, lr_schedule, weight_decay_groups
 from .checkpoint import load_checkpoint, save_checkpoint
 from .mnist_data import MNISTNotFoundError, digits, mnist, read_idx
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
@@ -49,8 +49,8 @@ from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabular
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
 from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
-from .transformer import (GELU, MLP, AdamW, Block, Erf, LayerNorm, Rsqrt, clip_grad_norm_, erf, gelu, gpt_init_,
-                                    layer_norm, lr_schedule, rsqrt, weight_decay_groups)
+from .transformer import (GELU, MLP, Block, Erf, LayerNorm, Rsqrt, erf, gelu, gpt_init_,
+                                    layer_norm, rsqrt)
 from .fused import (FusedBackend, FusedOps, Gelu, LayerNormFun, SoftmaxFun, fused_gelu, fused_layer_norm,
                               fused_softmax)
 

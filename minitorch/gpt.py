@@ -31,7 +31,8 @@ from .tensor_functions import no_grad
 from .tensor_indexing import Embedding, cat
 from .tensor_ops import TensorBackend, backend
 from .text import Vocabulary, get_batch, sequence_loss, shakespeare_plays, split_plays
-from .transformer import AdamW, Block, LayerNorm, clip_grad_norm_, gpt_init_, lr_schedule, weight_decay_groups
+from .adam import AdamW, clip_grad_norm_, lr_schedule, weight_decay_groups
+from .transformer import Block, LayerNorm, gpt_init_
 
 # %% ../nbs/54_gpt.ipynb #ce6e63fb
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
     if temperature < 0 or (top_k is not None and top_k < 1):
         raise ValueError(f"sampling needs temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
     scores = np.asarray(logits, dtype=np.float64)
-    # BEGIN SOLUTION 5.8
+    # BEGIN SOLUTION 5.7
     if temperature == 0:
         return int(np.argmax(scores))
     scores = scores / temperature
@@ -199,7 +200,7 @@ class KVCache:
 def cached_block(block: Block, stream: Tensor, cache: KVCache, layer: int) -> Tensor:
     "`block` on the new positions of `stream` (1, t, C), attending to the cached positions and their own."
     query, key, value = block.attn.split_heads(block.ln_1(stream))
-    # BEGIN SOLUTION 5.9
+    # BEGIN SOLUTION 5.8
     if cache.keys[layer] is not None:
         key, value = cat([cache.keys[layer], key], dim=2), cat([cache.values[layer], value], dim=2)
     cache.keys[layer], cache.values[layer] = key, value

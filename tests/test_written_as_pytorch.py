@@ -98,7 +98,7 @@ def test_makemore_part_2_the_mlp():
     assert all(i in itos for i in out)
 
 
-@pytest.mark.task("5.7")
+@pytest.mark.task("5.6")
 def test_a_module_written_as_pytorch():
     class Net(nn.Module):
         def __init__(self):
