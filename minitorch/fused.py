@@ -17,10 +17,9 @@ from numba.extending import register_jitable
 
 from . import operators
 from .autodiff import Context
-from .conv import as_array, from_array
 from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, block_largest, block_total, launch, map_launch
 from .fast_ops import ELEMENT_WORK, PARALLEL_CHUNKS, FastOps, chunk_bounds, compilable, kernel_for
-from .tensor import Tensor
+from .tensor import Tensor, as_array, from_array
 from .tensor_data import Shape, Storage, Strides, TensorData, float32, float64, is_floating, result_dtype
 from .tensor_functions import Function
 from .tensor_ops import BACKENDS, TensorBackend, unset_output

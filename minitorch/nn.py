@@ -26,10 +26,10 @@ from fastcore.basics import patch
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .conv import as_array, as_pair, conv1d, conv2d, from_array, maps_index_device, maps_position_device
+from .conv import as_pair, conv1d, conv2d, maps_index_device, maps_position_device
 from .cuda_ops import CudaOps, launch, map_launch
 from .module import Module, Parameter
-from .tensor import Seed, Tensor, random_generator, tensor
+from .tensor import Seed, Tensor, as_array, from_array, random_generator, tensor
 from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
 from .tensor_functions import Function, no_grad
 from .tensor_indexing import gather, where

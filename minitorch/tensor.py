@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'INDEX_READERS', 'INDEX_WRITERS', 'Seed', 'SHARED_GENERATOR', 'checked_dim', 'ElementCount',
            'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'nested_shape',
-           'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'zeros_like', 'ones_like', 'arange', 'linspace',
-           'randn', 'randint', 'multinomial']
+           'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array', 'zeros_like',
+           'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
@@ -438,6 +438,17 @@ def rand(shape: int | Sequence[int], backend: TensorBackend | str | None = None,
     "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
     backend = chosen_backend(backend)
     return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
+
+# %% ../nbs/22_tensor.ipynb #a5a77a02
+def as_array(a: Tensor) -> np.ndarray:
+    "The values of `a` as a row-major NumPy array of its shape (no copy when `a` is contiguous and in host memory)."
+    return a.to_numpy() if not a._tensor.is_contiguous() else a._tensor.tuple()[0][:a.size].reshape(a.shape)
+
+
+def from_array(values: np.ndarray, like: Tensor) -> Tensor:
+    "A tensor over the row-major array `values` (no copy if it is in `like`'s dtype), on the backend of `like`."
+    storage = np.ascontiguousarray(values, dtype=like.dtype).ravel()
+    return Tensor(TensorData(storage, values.shape, validate=False), backend=like.backend)  # agree: NumPy's own
 
 # %% ../nbs/22_tensor.ipynb #c56f68dd
 def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
