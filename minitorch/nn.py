@@ -14,7 +14,7 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_',
            'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_', 'kaiming_normal_', 'Linear',
            'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList',
-           'Sequential']
+           'Sequential', 'ModuleDict']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -876,3 +876,48 @@ class Sequential(ModuleList):
         for module in self:
             input = module(input)
         return input
+
+
+class ModuleDict(Module):
+    "Modules held by name, in insertion order, as PyTorch's ModuleDict: indexed by key, iterated over keys, never called."
+
+    def __init__(self, modules: dict[str, Module] | Iterable[tuple[str, Module]] = ()):
+        super().__init__()
+        self.update(modules)
+
+    def update(self, modules: dict[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        "Add or replace each (name, module)."
+        for name, module in (modules.items() if isinstance(modules, dict) else modules):
+            self[name] = module
+
+    def __setitem__(self, name: str, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict holds modules, got {type(module).__name__} for {name!r}")
+        setattr(self, name, module)
+
+    def __getitem__(self, name: str) -> Module:
+        if name not in self._modules:
+            raise KeyError(f"ModuleDict has no module {name!r}; it has {list(self._modules)}")
+        return self._modules[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> list[str]:
+        "The names, in insertion order."
+        return list(self._modules)
+
+    def values(self) -> list[Module]:
+        "The modules, in insertion order."
+        return list(self._modules.values())
+
+    def items(self) -> list[tuple[str, Module]]:
+        "(name, module) pairs, in insertion order."
+        return list(self._modules.items())
+
