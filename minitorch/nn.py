@@ -693,7 +693,7 @@ class Linear(Module):
     "PyTorch's Linear: out = input @ weight.T + bias, with weight (out_features, in_features)."
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, init: Initialiser = kaiming_uniform,
-                 seed: int = 0, backend: TensorBackend | str | None = None, dtype: object = float64):
+                 seed: Seed = None, backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend, dtype=dtype))
@@ -720,7 +720,7 @@ class Conv1d(Module):
     "PyTorch's Conv1d: weight (out_channels, in_channels, kernel_size), stride and zero padding."
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
-                 bias: bool = True, init: Initialiser = kaiming_uniform, seed: int = 0,
+                 bias: bool = True, init: Initialiser = kaiming_uniform, seed: Seed = None,
                  backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = stride, padding
@@ -744,7 +744,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, bias: bool = True,
-                 init: Initialiser = kaiming_uniform, seed: int = 0, backend: TensorBackend | str | None = None):
+                 init: Initialiser = kaiming_uniform, seed: Seed = None, backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = as_pair(stride, "stride"), as_pair(padding, "padding")
         shape = (out_channels, in_channels, *as_pair(kernel_size, "kernel_size"))

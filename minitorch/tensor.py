@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'INDEX_READERS', 'INDEX_WRITERS', 'Seed', 'SHARED_GENERATOR', 'checked_dim', 'ElementCount',
-           'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'nested_shape',
-           'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array', 'zeros_like',
-           'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
+           'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'derived_seed',
+           'nested_shape', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array',
+           'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
@@ -347,6 +347,12 @@ def manual_seed(seed: int) -> np.random.Generator:
 def random_generator(seed: Seed) -> np.random.Generator:
     "The generator that `seed` names: a new one from an int, the generator itself, or the shared one for None."
     return SHARED_GENERATOR if seed is None else np.random.default_rng(seed)
+
+
+def derived_seed(seed: Seed, offset: int) -> Seed:
+    "The seed of one part of a layer: `seed + offset` for an int; a generator, or None (the shared one), as it is."
+    return seed + offset if isinstance(seed, numbers.Integral) else seed
+
 
 # %% ../nbs/22_tensor.ipynb #edbad090
 def nested_shape(data: Any, where: str = "data") -> tuple[int, ...]:

@@ -18,7 +18,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .module import Module
-from .tensor import INDEX_READERS, Tensor, nested_shape, tensor
+from .tensor import INDEX_READERS, Seed, Tensor, nested_shape, random_generator, tensor
 from .tensor_data import IndexingError, TensorData, float64, index_view, int64, result_dtype, shape_broadcast
 from .tensor_functions import Function
 from .tensor_ops import TensorBackend, index_bounds, unset_output
@@ -401,14 +401,14 @@ INDEX_READERS.append(index_by_ids)
 class Embedding(Module):
     "PyTorch's Embedding: a `weight` table of `num_embeddings` vectors of `embedding_dim` numbers, looked up by id."
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: int = 0,
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: Seed = None,
                  backend: TensorBackend | str | None = None, dtype: np.dtype = float64):
         super().__init__()
         if padding_idx is not None and not (_is_int(padding_idx) and -num_embeddings <= padding_idx < num_embeddings):
             raise ValueError(f"padding_idx must be an id of the {num_embeddings} embeddings, got {padding_idx!r}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        values = np.random.default_rng(seed).standard_normal((num_embeddings, embedding_dim))
+        values = random_generator(seed).standard_normal((num_embeddings, embedding_dim))
         if self.padding_idx is not None:
             values[self.padding_idx] = 0.0
         self.add_parameter("weight", tensor(values, backend=backend, dtype=dtype))

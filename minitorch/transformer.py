@@ -16,7 +16,7 @@ import numpy as np
 from .attention import CausalSelfAttention
 from .module import Module, Parameter
 from .nn import Dropout, Linear
-from .tensor import Tensor, tensor
+from .tensor import Seed, Tensor, derived_seed, tensor
 from .tensor_data import float64, is_floating
 from .tensor_functions import elementwise
 from .tensor_indexing import Embedding
@@ -167,13 +167,13 @@ class GELU(Module):
 class MLP(Module):
     "A Transformer block's MLP, applied at every position alike: Linear C -> 4C, GELU, Linear 4C -> C, dropout."
 
-    def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
+    def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
                  backend: TensorBackend | str | None = None, dtype: Any = float64):
         super().__init__()
         self.fc = Linear(n_embd, 4 * n_embd, bias=bias, seed=seed, backend=backend, dtype=dtype)
         self.gelu = GELU()
-        self.proj = Linear(4 * n_embd, n_embd, bias=bias, seed=seed + 1, backend=backend, dtype=dtype)
-        self.dropout = Dropout(dropout, seed=seed + 2)
+        self.proj = Linear(4 * n_embd, n_embd, bias=bias, seed=derived_seed(seed, 1), backend=backend, dtype=dtype)
+        self.dropout = Dropout(dropout, seed=derived_seed(seed, 2))
 
     def forward(self, input: Tensor) -> Tensor:
         "(*, C) -> (*, C), each position on its own."
@@ -183,7 +183,7 @@ class MLP(Module):
 class Block(Module):
     "GPT-2's Transformer block, pre-norm: x + attn(ln_1(x)), then that plus mlp(ln_2(that)); (B, T, C) -> (B, T, C)."
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
+    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
                  backend: TensorBackend | str | None = None, dtype: Any = float64):
         super().__init__()
         self.n_embd = n_embd
@@ -192,7 +192,7 @@ class Block(Module):
                                         dtype=dtype)
         self.ln_2 = LayerNorm(n_embd, bias=bias, backend=backend, dtype=dtype)
         # seeds well clear of those the attention draws with (seed to seed + 3): no two layers share random numbers
-        self.mlp = MLP(n_embd, dropout=dropout, bias=bias, seed=seed + 10, backend=backend, dtype=dtype)
+        self.mlp = MLP(n_embd, dropout=dropout, bias=bias, seed=derived_seed(seed, 10), backend=backend, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         "The (B, T, C) stream with what attention and the MLP add to it."
