@@ -53,6 +53,7 @@ from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, ex
 from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
 from .transformer import (GELU, MLP, Block, Erf, LayerNorm, Rsqrt, erf, gelu, gpt_init_,
                                     layer_norm, rsqrt)
+from .profiler import profile
 from . import functional
 from .tensor_functions import no_grad as inference_mode   # PyTorch's stricter no_grad; here the same
 from .fused import (FusedBackend, FusedOps, Gelu, LayerNormFun, SoftmaxFun, fused_gelu, fused_layer_norm,
@@ -102,4 +103,4 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "Rsqrt", "rsqrt", "Erf", "erf", "layer_norm", "LayerNorm", "gelu", "GELU", "MLP", "Block", "gpt_init_",
            "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_",
            "FusedBackend", "FusedOps", "fused_softmax", "SoftmaxFun", "fused_layer_norm", "LayerNormFun",
-           "fused_gelu", "Gelu", "functional"]
+           "fused_gelu", "Gelu", "profile", "functional"]

@@ -275,7 +275,7 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--lr", type=positive(float), default=defaults.lr, help="AdamW's peak learning rate")
     options.add_argument("--eval-every", type=positive(int), default=250, help="steps between validation estimates")
     options.add_argument("--backend", choices=["fused", "fast", "simple", "cuda"], default="fused",
-                         help="fused (the default): the fast backend with the fused kernels of 60_fused")
+                         help="fused (the default): the fast backend with the fused kernels of 61_fused")
     options.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     options.add_argument("--seed", type=int, default=0, help="seeds the weights, the batches and the sampling")
     options.add_argument("--prompt", default="\n", help="the text to continue with --sample")

@@ -286,7 +286,7 @@ def softmax(input: Tensor, dim: int) -> Tensor:
     if input.size == 0:
         return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     whole = input.backend.operation("softmax")
-    if whole is not None:  # a backend with a kernel of its own for the whole softmax (`60_fused`)
+    if whole is not None:  # a backend with a kernel of its own for the whole softmax (`61_fused`)
         return whole(input, dim)
     # BEGIN SOLUTION 4.4
     exps = (input - max(input.detach(), dim)).exp()
