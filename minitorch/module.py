@@ -49,14 +49,15 @@ class Module:
         if name in self._buffers and not isinstance(value, (Parameter, Module)):
             self._buffers[name] = value  # a buffer keeps its place with the new value, as in PyTorch
             return
-        for registry in (self._modules, self._parameters, self._buffers):
-            registry.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        else:
+        home = (self._parameters if isinstance(value, Parameter) else
+                self._modules if isinstance(value, Module) else None)
+        for registry in (self._modules, self._parameters, self._buffers, self.__dict__):
+            if registry is not home:  # re-assigned within its own registry, a name keeps its place, as in PyTorch
+                registry.pop(name, None)
+        if home is None:
             object.__setattr__(self, name, value)
+        else:
+            home[name] = value
 
     def __getattr__(self, name: str) -> Any:
         registry = self.__dict__

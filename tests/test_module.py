@@ -125,3 +125,21 @@ def test_a_tensor_attribute_asked_of_a_parameter_points_to_value():
     with pytest.raises(AttributeError, match=r"^'Parameter' object has no attribute 'no_such_name'$"):
         weight.no_such_name
     assert not hasattr(weight, "grad") and copy.deepcopy(weight).value.shape == (2, 3)   # (out, in), as PyTorch
+
+
+def test_reassigning_a_name_in_its_own_registry_keeps_its_place():
+    "As PyTorch: a parameter (or child) re-assigned under its name keeps its place in the walk."
+    leaf = Leaf()
+    leaf.weight = Parameter(5.0)
+    assert [name for name, _ in leaf.named_parameters()] == ["weight", "bias"] and leaf.weight.value == 5.0
+    root = Root()
+    root.branch = Branch()
+    assert root.children() == [root.branch, root.head]
+
+
+def test_a_parameter_replaces_a_plain_attribute_of_the_same_name():
+    "A plain attribute, then a Parameter under its name: the Parameter is what the name gives."
+    module = Module()
+    module.scale = 1.0
+    module.scale = Parameter(2.0)
+    assert isinstance(module.scale, Parameter) and module.scale.value == 2.0 and "scale" not in module.__dict__
