@@ -166,17 +166,24 @@ class Module:
         return found
         # END SOLUTION
 
-    def named_parameters(self) -> list[tuple[str, Parameter]]:
-        "Every parameter of the tree with its dotted path, such as `layer1.weight`."
+    def named_parameters(self, remove_duplicate: bool = True) -> list[tuple[str, Parameter]]:
+        "Every parameter of the tree with its dotted path (`layer1.weight`); a shared one once, under its first path."
+        # `named`: every (path, parameter) of the tree, a shared parameter under each of its paths
         # BEGIN SOLUTION 0.4
         named = list(self._parameters.items())
         for child_name, child in self._modules.items():
-            named.extend((f"{child_name}.{name}", parameter) for name, parameter in child.named_parameters())
-        return named
+            named.extend((f"{child_name}.{name}", parameter)
+                         for name, parameter in child.named_parameters(remove_duplicate=False))
         # END SOLUTION
+        if not remove_duplicate:
+            return named
+        first_paths: dict[Parameter, str] = {}
+        for name, parameter in named:
+            first_paths.setdefault(parameter, name)  # keyed by identity: tied weights are one parameter
+        return [(name, parameter) for parameter, name in first_paths.items()]
 
     def parameters(self) -> list[Parameter]:
-        "Every parameter of the tree."
+        "Every parameter of the tree, each once."
         # BEGIN SOLUTION 0.4
         return [parameter for _, parameter in self.named_parameters()]
         # END SOLUTION

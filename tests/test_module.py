@@ -1,5 +1,5 @@
 """The module tree: registration, dotted names, train/eval, errors; a Parameter acting as its value (against
-torch where it imports)."""
+torch where it imports); a parameter shared by two paths listed once."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -247,6 +247,58 @@ def test_scalar_parameters_act_as_their_scalars():
     assert parameter.data == 2.0 and float(parameter) == 2.0 and (parameter * 1.0).data == 2.0
     parameter.update(Scalar(1.0))
     assert parameter.value.data == 1.0 and parameter.derivative is None and parameter.value.history is not None
+
+
+def torch_twin(module: Module, torch, made: dict | None = None):
+    "A torch.nn.Module tree with the same paths, a torch Parameter for each of ours (one for a shared one)."
+    made = {} if made is None else made
+    twin = torch.nn.Module()
+    for name, parameter in module._parameters.items():
+        made.setdefault(parameter, torch.nn.Parameter(torch.tensor(float(parameter.value))))
+        twin.register_parameter(name, made[parameter])
+    for name, child in module._modules.items():
+        twin.add_module(name, torch_twin(child, torch, made))
+    return twin
+
+
+PATHS = [name for name, _ in Root().named_parameters()]
+
+
+def located(root, path: str):
+    "The module that holds `path`'s last name, and that name."
+    *parents, name = path.split(".")
+    for parent in parents:
+        root = getattr(root, parent)
+    return root, name
+
+
+@pytest.mark.task("0.4")
+def test_a_parameter_under_two_paths_is_listed_once():
+    "Tied weights (`self.lm_head.weight = self.wte.weight`): once, under the first path; every path on request."
+    root = Root()
+    root.head.weight = root.branch.left.weight
+    assert [name for name, _ in root.named_parameters()] == ["branch.gain", "branch.left.weight", "branch.left.bias",
+                                                             "branch.right.weight", "branch.right.bias", "head.bias"]
+    assert [name for name, _ in root.named_parameters(remove_duplicate=False)][-2:] == ["head.weight", "head.bias"]
+    assert len(root.parameters()) == 6 and len(set(root.parameters())) == 6
+
+
+@pytest.mark.task("0.4")
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.sampled_from(PATHS), st.sampled_from(PATHS)), max_size=5))
+def test_tied_parameters_are_listed_as_torch_lists_them(ties):
+    "After any ties (`target = source`, one after another), the paths of torch's named_parameters, either way."
+    torch = pytest.importorskip("torch")
+    ours = Root()
+    theirs = torch_twin(ours, torch)
+    for source, target in ties:
+        for root in (ours, theirs):
+            module, name = located(root, target)
+            setattr(module, name, getattr(*located(root, source)))
+    for remove_duplicate in (True, False):
+        assert [name for name, _ in ours.named_parameters(remove_duplicate=remove_duplicate)] == \
+            [name for name, _ in theirs.named_parameters(remove_duplicate=remove_duplicate)]
+    assert len(ours.parameters()) == len(list(theirs.parameters()))
 
 
 def test_reassigning_a_name_in_its_own_registry_keeps_its_place():
