@@ -25,7 +25,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .derivatives import central_difference
-from .module import Module
+from .module import Module, Parameter
 from .tensor import (INDEX_READERS, INDEX_WRITERS, STORAGE_VERSIONS, History, Tensor, full, saved_versions,
                               tensor)
 from .tensor_ops import TensorBackend, floating_map
@@ -54,6 +54,7 @@ class Function:
     @classmethod
     def apply(cls, *inputs: "Tensor", **options: Any) -> "Tensor":
         "Run `forward` on `inputs`, recording the history if any input tracks gradients (and not under `no_grad`)."
+        inputs = tuple(operand.value if isinstance(operand, Parameter) else operand for operand in inputs)  # its tensor
         tracking = GradMode.enabled and any(tensor.requires_grad for tensor in inputs)
         ctx = Context(no_grad=not tracking)
         out = cls.forward(ctx, *inputs, **options)
@@ -159,6 +160,8 @@ class Mul(Function):
 @patch
 def _operand(self: Tensor, other: "Tensor | float") -> Tensor:
     "`other` as a tensor on this backend (a number becomes a one-element tensor of this tensor's dtype that broadcasts)."
+    if isinstance(other, Parameter):  # `x * p`: the tensor (or number) the parameter holds
+        other = other.value
     if isinstance(other, Tensor):
         return other
     if isinstance(other, numbers.Real):  # an int tensor meets a float: float64; else the tensor's dtype wins
@@ -194,6 +197,8 @@ def __neg__(self: Tensor) -> Tensor: return Neg.apply(self)
 @patch
 def __pow__(self: Tensor, exponent: "Tensor | float") -> Tensor:
     "`self ** exponent`: a positive whole number by repeated squaring (products: `Mul` gives the gradient), else `Pow`."
+    if isinstance(exponent, Parameter):
+        exponent = exponent.value
     if isinstance(exponent, bool) or not isinstance(exponent, (numbers.Real, Tensor)):
         raise TypeError(f"tensor ** {exponent!r}: the exponent must be a number or a tensor")
     if isinstance(exponent, Tensor) or exponent <= 0 or not float(exponent).is_integer():

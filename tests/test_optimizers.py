@@ -109,6 +109,44 @@ def test_scalar_parameters_match_torch_step_by_step(torch, ours_class, torch_nam
         assert_close(np.array([p.value.data for p in ours]), np.array([p.item() for p in theirs]))
 
 
+def tied_model(framework):
+    "An embedding whose table also scores the output (tied weights, as GPT's wte and lm_head), written as PyTorch."
+    nn = framework.nn
+    model = nn.Module()
+    model.embed, model.head = nn.Module(), nn.Module()
+    model.embed.weight = nn.Parameter(framework.tensor(START["weight"].T.copy()))   # 2 rows of 3
+    model.head.weight = model.embed.weight
+    model.gain = nn.Parameter(framework.tensor(START["gain"]))
+    return model
+
+
+def tied_loss(model, ids, targets):
+    "Squared error of the scores (sigmoids) of the embedded ids, by the same table."
+    scores = ((model.embed.weight[ids] * model.gain) @ model.head.weight.T).sigmoid()
+    return ((scores - targets) * (scores - targets)).sum()
+
+
+@pytest.mark.parametrize("ours_class, torch_name, settings", CASES)
+def test_a_tied_model_trains_as_in_torch(torch, ours_class, torch_name, settings):
+    "An optimiser over model.parameters() moves a parameter shared by two layers once per step, as torch's does."
+    import minitorch
+    ours, theirs = tied_model(minitorch), tied_model(torch)
+    assert len(ours.parameters()) == len(list(theirs.parameters())) == 2
+    ours_optimizer = ours_class(ours.parameters(), **settings)
+    theirs_optimizer = getattr(torch.optim, torch_name)(theirs.parameters(), **settings)
+    ids, targets = [1, 0, 1], rng.normal(size=(3, 2))
+    for _ in range(STEPS):
+        ours_optimizer.zero_grad()
+        theirs_optimizer.zero_grad()
+        tied_loss(ours, tensor(ids, dtype=minitorch.int64), tensor(targets)).backward()
+        tied_loss(theirs, torch.tensor(ids), torch.tensor(targets)).backward()
+        ours_optimizer.step()
+        theirs_optimizer.step()
+        assert_close(ours.embed.weight.value.to_numpy(), theirs.embed.weight.detach().numpy())
+        assert_close(ours.gain.value.to_numpy(), theirs.gain.detach().numpy())
+    assert ours.head.weight is ours.embed.weight and np.isfinite(ours.embed.weight.value.to_numpy()).all()
+
+
 def run_with_reordering(optimizer_class, reorder: bool, **settings) -> list[float]:
     "Final values after 6 steps on two Scalars; with `reorder`, the parameter list is reversed after step 3."
     parameters = [Parameter(Scalar(1.0)), Parameter(Scalar(-2.0))]

@@ -121,7 +121,7 @@ def test_a_module_written_as_pytorch():
     optimizer.zero_grad(set_to_none=True)
     net(torch.tensor([[1, 2]], dtype=torch.int64)).sum().backward()
     optimizer.step()
-    assert net.float().ln.weight.value.dtype == torch.float32
+    assert net.float().ln.weight.dtype == torch.float32   # a Parameter acts as its tensor
 
 
 # --- a GPT written for PyTorch (nanoGPT's layout, our own code), run on minitorch and on PyTorch ---------------
