@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'INDEX_READERS', 'INDEX_WRITERS', 'Seed', 'SHARED_GENERATOR', 'checked_dim', 'ElementCount',
            'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'derived_seed',
-           'nested_shape', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array',
+           'nested_shape', 'sized', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array',
            'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
@@ -373,11 +373,19 @@ def _as_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return checked_shape((shape,) if isinstance(shape, (int, np.integer)) else shape)
 
 
+def sized(size: tuple, backend: TensorBackend | str | None) -> tuple[tuple[int, ...], TensorBackend | str | None]:
+    "A factory's shape from its sizes, `2, 3` or one `(2, 3)` as PyTorch takes both, and its backend (classic: second)."
+    if len(size) == 2 and backend is None and isinstance(size[1], (TensorBackend, str)):
+        size, backend = size[:1], size[1]   # classic MiniTorch's zeros(shape, backend)
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        size = size[0]
+    return _as_shape(size), backend
+
+
 def storage_kind(backend: TensorBackend) -> Any:
-    "`backend`'s storage kind, or a TypeError naming what came instead (`zeros(2, 3)` passes 3 as the backend)."
+    "`backend`'s storage kind, or a TypeError naming what came instead."
     if not hasattr(backend, "storage"):
-        hint = ": a shape of several sizes is one tuple, (2, 3) rather than 2, 3" if isinstance(backend, numbers.Number) else ""
-        raise TypeError(f"backend must be a TensorBackend such as SimpleBackend or FastBackend, got {backend!r}{hint}")
+        raise TypeError(f"backend must be a TensorBackend such as SimpleBackend or FastBackend, got {backend!r}")
     return backend.storage
 
 
@@ -402,11 +410,11 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
     return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
-def zeros(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def zeros(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` filled with 0."
+    "A tensor of shape `size` (`zeros(2, 3)` or `zeros((2, 3))`) filled with 0."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
-    shape = _as_shape(shape)
     return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
@@ -422,11 +430,11 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend |
     return _made(storage_kind(backend).full(math.prod(shape), fill_value, dtype), shape, backend, requires_grad)
 
 
-def ones(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def ones(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` filled with 1."
-    backend = chosen_backend(backend)
-    return full(shape, 1, backend, requires_grad, dtype)
+    "A tensor of shape `size` (`ones(2, 3)` or `ones((2, 3))`) filled with 1."
+    shape, backend = sized(size, backend)
+    return full(shape, 1, chosen_backend(backend), requires_grad, dtype)
 
 
 def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | Sequence[int], backend: TensorBackend,
@@ -439,9 +447,10 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
-def rand(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def rand(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          seed: Seed = None, dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
+    "A tensor of shape `size` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
     return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
 
@@ -459,12 +468,14 @@ def from_array(values: np.ndarray, like: Tensor) -> Tensor:
 # %% ../nbs/22_tensor.ipynb #c56f68dd
 def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     "Zeros shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.zeros_like`)."
-    return zeros(input.shape, input.backend, requires_grad, input.dtype if dtype is None else dtype)
+    return zeros(input.shape, backend=input.backend, requires_grad=requires_grad,
+                 dtype=input.dtype if dtype is None else dtype)
 
 
 def ones_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     "Ones shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.ones_like`)."
-    return ones(input.shape, input.backend, requires_grad, input.dtype if dtype is None else dtype)
+    return ones(input.shape, backend=input.backend, requires_grad=requires_grad,
+                dtype=input.dtype if dtype is None else dtype)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, backend: TensorBackend | str | None = None,
@@ -498,9 +509,10 @@ def linspace(start: float, end: float, steps: int, backend: TensorBackend | str 
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
-def randn(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def randn(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           seed: Seed = None, dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` drawn from the standard normal distribution; the same `seed` gives the same values."
+    "A tensor of shape `size` drawn from the standard normal distribution; the same `seed` gives the same values."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
     return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
                   "randn draws real numbers")

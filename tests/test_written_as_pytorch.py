@@ -211,6 +211,7 @@ def gpt_written_for(torch, nn, F):
     return GPT
 
 
+@pytest.mark.xfail(strict=True, reason="in progress (issue 46): ids from NumPy ints are float64, views of split tensors")
 @pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-10), ("float32", 1e-4)])
 def test_a_gpt_written_for_pytorch_gives_pytorchs_numbers(fast_default_backend, dtype, tolerance):
     real = pytest.importorskip("torch")
