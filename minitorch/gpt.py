@@ -10,7 +10,6 @@ __all__ = ['GPTConfig', 'GPT', 'parameter_count', 'train_step', 'fixed_batches',
 # %% ../nbs/54_gpt.ipynb #65057136
 import argparse
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from tqdm.auto import tqdm
 
 from .attention import scaled_dot_product_attention
 from .checkpoint import read_checkpoint, save_checkpoint
-from .mnist_train import positive
+from .mnist_train import one_line_errors, positive
 from .module import Module
 from .nn import Dropout, Linear, Sequential
 from .optim import Optimizer
@@ -280,7 +279,7 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--seed", type=int, default=0, help="seeds the weights, the batches and the sampling")
     options.add_argument("--prompt", default="\n", help="the text to continue with --sample")
     options.add_argument("--length", type=positive(int), default=500, help="characters to write with --sample")
-    options.add_argument("--temperature", type=float, default=0.8)
+    options.add_argument("--temperature", type=positive(float), default=0.8)
     options.add_argument("--top-k", type=positive(int), default=None)
     return options
 
@@ -323,12 +322,13 @@ def main(argv: Sequence[str] | None = None) -> TrainingLog | str:
         options.error(f"argument --checkpoint: folder {str(args.checkpoint.parent)!r} does not exist")
     if args.sample and not args.checkpoint.is_file():
         options.error(f"argument --checkpoint: no checkpoint at {str(args.checkpoint)!r}: train one first")
-    where = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
-    if args.sample:
-        text = write_sample(args, where)
-        print(text)
-        return text
-    return train_and_save(args, where)
+    with one_line_errors(options):   # a damaged checkpoint, a character outside the vocabulary, no GPU: one line
+        where = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
+        if args.sample:
+            text = write_sample(args, where)
+            print(text)
+            return text
+        return train_and_save(args, where)
 
 # %% ../nbs/54_gpt.ipynb #e3b114db
 # A notebook's namespace is also called "__main__" (IPython adds `get_ipython` to it): skip the command there.

@@ -217,6 +217,16 @@ def test_checkpoint_round_trip_and_the_command(tmp_path, capsys, monkeypatch):
     np.savez(tmp_path / "other.npz", weight=np.zeros(3))
     with pytest.raises(ValueError, match="not of a GPT"):
         load_gpt(tmp_path / "other.npz")
+    (tmp_path / "damaged.npz").write_bytes(b"not a zip")
+    for options, message in [(["--checkpoint", str(tmp_path / "damaged.npz")], "is not a checkpoint"),
+                             (["--checkpoint", str(tmp_path / "other.npz")], "not of a GPT"),
+                             (["--checkpoint", str(path), "--prompt", "xyz"], "character 'x' at position 0 is not in"),
+                             (["--checkpoint", str(path), "--temperature", "-1"], "--temperature: expected a positive")]:
+        with pytest.raises(SystemExit) as stopped:
+            main(["--sample", *options])
+        error = capsys.readouterr().err
+        assert stopped.value.code == 2 and message in error and "Traceback" not in error
+        assert options[-1] == "-1" or error.count("\n") == 1   # one line, but for argparse's usage
 
 
 def test_training_lowers_the_loss_on_a_repeating_text():
