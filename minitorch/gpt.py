@@ -73,8 +73,10 @@ class GPT(Module):
         "(B, T) int64 ids, T at most `block_size`, give (B, T, vocab_size) logits for the next character."
         if ids.dims != 2:
             raise ValueError(f"GPT takes (B, T) ids, got shape {ids.shape}")
+        # BEGIN SOLUTION 5.8
         stream = self.drop(self.wte(ids) + self.wpe(self.positions(0, ids.shape[1])))
         return self.lm_head(self.ln_f(self.blocks(stream)))
+        # END SOLUTION
 
 
 def parameter_count(model: Module) -> int:
@@ -153,7 +155,7 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
     if temperature < 0 or (top_k is not None and top_k < 1):
         raise ValueError(f"sampling needs temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
     scores = np.asarray(logits, dtype=np.float64)
-    # BEGIN SOLUTION 5.7
+    # BEGIN SOLUTION 5.9
     if temperature == 0:
         return int(np.argmax(scores))
     scores = scores / temperature
@@ -199,7 +201,7 @@ class KVCache:
 def cached_block(block: Block, stream: Tensor, cache: KVCache, layer: int) -> Tensor:
     "`block` on the new positions of `stream` (1, t, C), attending to the cached positions and their own."
     query, key, value = block.attn.split_heads(block.ln_1(stream))
-    # BEGIN SOLUTION 5.8
+    # BEGIN SOLUTION 5.10
     if cache.keys[layer] is not None:
         key, value = cat([cache.keys[layer], key], dim=2), cat([cache.values[layer], value], dim=2)
     cache.keys[layer], cache.values[layer] = key, value

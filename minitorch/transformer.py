@@ -177,7 +177,9 @@ class MLP(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         "(*, C) -> (*, C), each position on its own."
+        # BEGIN SOLUTION 5.7
         return self.dropout(self.proj(self.gelu(self.fc(input))))
+        # END SOLUTION
 
 # %% ../nbs/53_transformer.ipynb #c811ea24
 class Block(Module):
@@ -198,8 +200,10 @@ class Block(Module):
         "The (B, T, C) stream with what attention and the MLP add to it."
         if input.dims != 3 or input.shape[2] != self.n_embd:
             raise ValueError(f"Block(n_embd={self.n_embd}) takes a (B, T, {self.n_embd}) input, got shape {input.shape}")
+        # BEGIN SOLUTION 5.7
         stream = input + self.attn(self.ln_1(input))
         return stream + self.mlp(self.ln_2(stream))
+        # END SOLUTION
 
 # %% ../nbs/53_transformer.ipynb #03a8724c
 def renew_(parameter: Parameter, values: np.ndarray) -> None:

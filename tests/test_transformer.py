@@ -346,6 +346,7 @@ def compare_with_torch(module: Module, reference: "torch.nn.Module", values: np.
 
 
 @needs_torch
+@pytest.mark.task("5.6", "5.7")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=10)
@@ -358,7 +359,7 @@ def test_mlp_against_torch(backend, dtype, data, leading, n_embd, bias, seed):
     compare_with_torch(mlp, reference, data.draw(arrays((*leading, n_embd), name)), backend, dtype, name, tolerance)
 
 
-@pytest.mark.task("5.5", "5.6")
+@pytest.mark.task("5.5", "5.6", "5.7")
 @needs_torch
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -374,7 +375,7 @@ def test_block_against_torch(backend, dtype, data, batch, length, n_head, head_s
     compare_with_torch(block, reference, values, backend, dtype, name, tolerance * 10 if name == "float32" else tolerance)
 
 
-@pytest.mark.task("5.5", "5.6")
+@pytest.mark.task("5.5", "5.6", "5.7")
 def test_block_gradients_by_central_differences():
     rng = np.random.default_rng(4)
     block = randomised(Block(6, 2, seed=1, backend=minitorch.FastBackend), 1)
@@ -389,7 +390,7 @@ def test_block_gradients_by_central_differences():
         minitorch.grad_check(through, layer.weight.value.detach(), samples=6)
 
 
-@pytest.mark.task("5.5", "5.6")
+@pytest.mark.task("5.5", "5.6", "5.7")
 @settings(max_examples=15)
 @given(data=st.data(), length=st.integers(2, 5))
 def test_block_without_positions_sees_the_past_as_a_set(data, length):
@@ -407,7 +408,7 @@ def test_block_without_positions_sees_the_past_as_a_set(data, length):
     assert moved == (np.abs(with_positions[0] - with_positions[1]).max() > 1e-9)
 
 
-@pytest.mark.task("5.5", "5.6")
+@pytest.mark.task("5.5", "5.6", "5.7")
 def test_block_dropout_is_off_in_eval_mode_and_errors():
     block, plain = (Block(8, 2, dropout=rate, seed=5, backend=minitorch.FastBackend) for rate in (0.5, 0.0))
     values = minitorch.tensor(np.random.default_rng(0).normal(size=(2, 3, 8)), backend=minitorch.FastBackend)
@@ -425,7 +426,7 @@ def test_block_dropout_is_off_in_eval_mode_and_errors():
 
 # --- initialisation -------------------------------------------------------------------------------------------
 
-@pytest.mark.task("5.5", "5.6")
+@pytest.mark.task("5.5", "5.6", "5.7")
 @pytest.mark.parametrize("n_layer", [1, 4])
 def test_gpt_init(n_layer):
     stack = minitorch.Sequential(Embedding(50, 64, backend=minitorch.FastBackend, dtype=minitorch.float32),
