@@ -281,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--seed", type=int, default=0, help="seeds the weights, the batches and the sampling")
     options.add_argument("--prompt", default="\n", help="the text to continue with --sample")
     options.add_argument("--length", type=positive(int), default=500, help="characters to write with --sample")
-    options.add_argument("--temperature", type=positive(float), default=0.8)
+    options.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest character")
     options.add_argument("--top-k", type=positive(int), default=None)
     return options
 
@@ -324,6 +324,8 @@ def main(argv: Sequence[str] | None = None) -> TrainingLog | str:
         options.error(f"argument --checkpoint: folder {str(args.checkpoint.parent)!r} does not exist")
     if args.sample and not args.checkpoint.is_file():
         options.error(f"argument --checkpoint: no checkpoint at {str(args.checkpoint)!r}: train one first")
+    if not args.temperature >= 0:
+        options.error(f"argument --temperature: expected a number >= 0, got {args.temperature}")
     with one_line_errors(options):   # a damaged checkpoint, a character outside the vocabulary, no GPU: one line
         where = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
         if args.sample:

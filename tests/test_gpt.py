@@ -221,7 +221,7 @@ def test_checkpoint_round_trip_and_the_command(tmp_path, capsys, monkeypatch):
     for options, message in [(["--checkpoint", str(tmp_path / "damaged.npz")], "is not a checkpoint"),
                              (["--checkpoint", str(tmp_path / "other.npz")], "not of a GPT"),
                              (["--checkpoint", str(path), "--prompt", "xyz"], "character 'x' at position 0 is not in"),
-                             (["--checkpoint", str(path), "--temperature", "-1"], "--temperature: expected a positive")]:
+                             (["--checkpoint", str(path), "--temperature", "-1"], "--temperature: expected a number >= 0")]:
         with pytest.raises(SystemExit) as stopped:
             main(["--sample", *options])
         error = capsys.readouterr().err
