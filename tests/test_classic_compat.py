@@ -106,6 +106,19 @@ def test_tensor_storage_is_the_flat_storage_of_its_data():
     assert matrix._storage.tolist() == values.ravel().tolist()
 
 
+@pytest.mark.task("2.7")
+def test_classic_reductions_keep_their_dim_with_keepdim_true():
+    "The classic tests' reductions, spelled with `keepdim=True` (the classic default; here, as in PyTorch, the dim drops)."
+    t = tensor([[2, 3], [4, 6], [5, 7]], dtype=minitorch.float64)   # classic: lists of ints made float64 tensors
+    assert t.sum(0, keepdim=True).is_close(tensor([[11.0, 16.0]])).all().item() == 1.0
+    assert t.sum(1, keepdim=True).is_close(tensor([[5.0], [10.0], [12.0]])).all().item() == 1.0
+    assert t.sum(1).tolist() == [5.0, 10.0, 12.0] and t.sum().tolist() == [27.0]   # everything: shape (1,), as classic
+    q = minitorch.softmax(minitorch.rand((1, 1, 4, 4), seed=0), 3)
+    assert abs(q.sum(dim=3, keepdim=True)[0, 0, 0, 0] - 1.0) < 1e-12   # classic test_softmax's check
+    assert minitorch.max(t, 1, keepdim=True).shape == minitorch.argmax(t, 1, keepdim=True).shape == (3, 1)
+    assert t.mean(0, keepdim=True).shape == t.all(0, keepdim=True).shape == (1, 2)
+
+
 def classic_conv(input: np.ndarray, weight: np.ndarray) -> np.ndarray:
     "The classic course's convolution in NumPy: each window starts at its output position, zeros past the end."
     spatial = input.ndim - 2

@@ -181,7 +181,7 @@ def test_nan_and_inf_survive_in_float32_too(backend, dtype):
 @float_dtypes
 def test_empty_tensors_of_each_dtype(backend, dtype):
     empty = zeros((0, 3), backend=backend, dtype=dtype)
-    assert (empty + 1).dtype == dtype and (empty + 1).shape == (0, 3) and empty.sum(0).to_numpy().tolist() == [[0, 0, 0]]
+    assert (empty + 1).dtype == dtype and (empty + 1).shape == (0, 3) and empty.sum(0).to_numpy().tolist() == [0, 0, 0]
 
 
 # --- reductions and matrix products ---------------------------------------------------------------------
@@ -194,9 +194,9 @@ def test_reductions_match_torch(backend, dtype, data):
     x = strided(data.draw, backend, dtype)
     dim = data.draw(st.integers(min_value=0, max_value=x.dims - 1))
     reference = torch.tensor(x.to_numpy())
-    for ours, expected in ((x.sum(dim), reference.sum(dim, keepdim=True)),
-                           (x.mean(dim), reference.mean(dim, keepdim=True)),
-                           (nn.max(x, dim), reference.max(dim, keepdim=True).values)):
+    for ours, expected in ((x.sum(dim, keepdim=True), reference.sum(dim, keepdim=True)),
+                           (x.mean(dim, keepdim=True), reference.mean(dim, keepdim=True)),
+                           (nn.max(x, dim, keepdim=True), reference.max(dim, keepdim=True).values)):
         assert ours.dtype == dtype
         np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), **tolerance(dtype))
 

@@ -38,6 +38,11 @@ REDUCE = {
     "sum": lambda v, dim: v.sum(dim, keepdim=True),
     "mean": lambda v, dim: v.mean(dim, keepdim=True),
     "cumsum": lambda v, dim: v.cumsum(dim),
+    # the defaults, PyTorch's keepdim=False: the dim dropped (kept when it is the last one: (1,) here, () in torch)
+    "sum, dim dropped": lambda v, dim: v.sum(dim, keepdim=len(v.shape) == 1),
+    "mean, dim dropped": lambda v, dim: v.mean(dim, keepdim=len(v.shape) == 1),
+    "var, dim dropped": lambda v, dim: v.var(dim, correction=0, keepdim=len(v.shape) == 1),
+    "sum, NumPy's keepdims": lambda v, dim: v.sum(dim, keepdims=True),
 }
 
 
@@ -102,6 +107,7 @@ def test_random_expressions_with_broadcasting_and_permuted_inputs(backend, data)
     (x_leaf, x_torch_leaf, x, x_torch), (y_leaf, y_torch_leaf, y, y_torch) = leaves
     program = data.draw(programs())
     ours, theirs = run(program, x, y), run(program, x_torch, y_torch)
+    assert ours.shape == tuple(theirs.shape), program
     close(ours, theirs)
     grad_values = np.random.default_rng(len(program)).normal(size=theirs.shape)
     ours.backward(tensor(grad_values, backend=backend))
