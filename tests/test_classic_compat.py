@@ -119,6 +119,18 @@ def test_classic_reductions_keep_their_dim_with_keepdim_true():
     assert t.mean(0, keepdim=True).shape == t.all(0, keepdim=True).shape == (1, 2)
 
 
+@pytest.mark.task("2.1")
+def test_classic_integer_data_makes_int64_and_asks_for_floats_to_track_gradients():
+    "Classic MiniTorch made float64 of `tensor([1, 2])`; here, as in PyTorch, it is int64, and gradients need floats."
+    assert tensor([0, 1, 2, 3]).dtype == minitorch.int64 and tensor([0, 1, 2, 3], dtype=minitorch.float64).dtype == minitorch.float64
+    with pytest.raises(TypeError, match=r"only float tensors can require gradients.*\(1.0, not 1\)"):
+        tensor([1], requires_grad=True)   # classic test_grad_size
+    a, b = tensor([1.0], requires_grad=True), tensor([[1.0, 1.0]], requires_grad=True)
+    c = (a * b).sum()
+    c.backward()
+    assert c.shape == (1,) and a.grad.shape == a.shape and b.grad.shape == b.shape
+
+
 def classic_conv(input: np.ndarray, weight: np.ndarray) -> np.ndarray:
     "The classic course's convolution in NumPy: each window starts at its output position, zeros past the end."
     spatial = input.ndim - 2

@@ -134,7 +134,9 @@ def test_losses_against_numpy_and_grad_check(backend):
     logits = tensor(logits_values, backend=backend)
     np.testing.assert_allclose(cross_entropy(logits, labels).item(), expected)
     np.testing.assert_allclose(nll_loss(tensor(log_probs, backend=backend), np.array(labels)).item(), expected)
-    np.testing.assert_allclose(cross_entropy(logits, tensor(labels, backend=backend)).item(), expected)
+    np.testing.assert_allclose(cross_entropy(logits, tensor(labels, backend=backend)).item(), expected)   # int64
+    float_labels = tensor(labels, backend=backend, dtype=minitorch.float64)   # as classic MiniTorch made them
+    np.testing.assert_allclose(cross_entropy(logits, float_labels).item(), expected)
     grad_check(lambda t: cross_entropy(t, labels), logits)
     grad_check(lambda t: nll_loss(t, labels), logits)
 
