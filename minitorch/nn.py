@@ -85,7 +85,7 @@ def avgpool2d(input: Tensor, kernel: int | Sequence[int], stride: int | Sequence
     kernel = as_pair(kernel, "kernel")
     tiled, _, _ = tile(pooled_region(input, kernel, stride, "avgpool2d"), kernel)
     # BEGIN SOLUTION 4.3
-    return tiled.mean(4, keepdim=False)
+    return tiled.mean(4)
     # END SOLUTION
 
 # %% ../nbs/41_nn.ipynb #8888778b
@@ -120,13 +120,13 @@ def _nonempty_dim(input: Tensor, dim: int, name: str) -> int:
     return dim
 
 
-def max(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
-    "The largest value over `dim` (kept with size 1 unless `keepdim=False`); differentiable."
+def max(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    "The largest value over `dim` (dropped unless `keepdim=True`, as `torch.amax`); differentiable."
     dim = _nonempty_dim(input, dim, "max")
     return input._drop_dim(Max.apply(input, dim=dim), dim, keepdim)
 
 
-def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
+def argmax(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     "The position of the largest value over `dim` (the first one on ties), int64 as in PyTorch; not differentiable."
     values, dim = input.detach(), _nonempty_dim(input, dim, "argmax")
     size = values.shape[dim]
@@ -289,8 +289,8 @@ def softmax(input: Tensor, dim: int) -> Tensor:
     if whole is not None:  # a backend with a kernel of its own for the whole softmax (`61_fused`)
         return whole(input, dim)
     # BEGIN SOLUTION 4.4
-    exps = (input - max(input.detach(), dim)).exp()
-    return exps / exps.sum(dim)
+    exps = (input - max(input.detach(), dim, keepdim=True)).exp()
+    return exps / exps.sum(dim, keepdim=True)
     # END SOLUTION
 
 
@@ -300,8 +300,8 @@ def logsoftmax(input: Tensor, dim: int) -> Tensor:
     if input.size == 0:
         return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     # BEGIN SOLUTION 4.4
-    shifted = input - max(input.detach(), dim)
-    return shifted - shifted.exp().sum(dim).log()
+    shifted = input - max(input.detach(), dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
     # END SOLUTION
 
 
@@ -309,10 +309,10 @@ def logsumexp(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     "log(sum(exp(input))) over `dim` (dropped unless `keepdim`, as `torch.logsumexp`), computed without overflow."
     dim = input._dim(dim)
     if input.shape[dim] == 0:
-        return input._drop_dim(input.sum(dim).log(), dim, keepdim)   # the log of an empty sum: -inf
-    largest = max(input.detach(), dim)
+        return input.sum(dim, keepdim=keepdim).log()   # the log of an empty sum: -inf
+    largest = max(input.detach(), dim, keepdim=True)
     shift = where(largest.abs() == math.inf, 0.0, largest)   # an infinite maximum would make inf - inf
-    return input._drop_dim((input - shift).exp().sum(dim).log() + shift, dim, keepdim)
+    return input._drop_dim((input - shift).exp().sum(dim, keepdim=True).log() + shift, dim, keepdim)
 
 
 Tensor.logsumexp = logsumexp

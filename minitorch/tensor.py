@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .autodiff import Context, backpropagate
-from .tensor_data import (DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64, is_floating,
-                                   shape_broadcast, stored_array)
+from .tensor_data import (DTYPES, DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64,
+                                   is_floating, shape_broadcast)
 from .tensor_ops import TensorBackend, chosen_backend
 
 # %% ../nbs/22_tensor.ipynb #b81d4f2e
@@ -242,7 +242,7 @@ class Tensor:
         "Start (or stop) tracking gradients, making this tensor a leaf; returns the tensor."
         if requires_grad and not is_floating(self.dtype):
             raise TypeError(f"only float tensors can require gradients, this one is {self.dtype}: convert it with "
-                            f".to(minitorch.float64) or .to(minitorch.float32)")
+                            f".to(minitorch.float64) or .to(minitorch.float32), or make it from floats (1.0, not 1)")
         self.history = History() if requires_grad else None
         return self
 
@@ -389,6 +389,15 @@ def storage_kind(backend: TensorBackend) -> Any:
     return backend.storage
 
 
+def _inferred_dtype(values: np.ndarray) -> np.dtype:
+    "The dtype of a tensor made from `values` without `dtype=`: int64 for whole numbers, as in PyTorch, else a float."
+    if values.dtype.kind in "iu":
+        if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+            raise OverflowError(f"{values.max()} is too large for int64: pass dtype=minitorch.float64")
+        return int64
+    return values.dtype if values.dtype in DTYPES else float64   # float32 kept; bools (and float16) as float64
+
+
 def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad: bool = False,
            dtype: Any = None) -> Tensor:
     "A tensor holding a copy of `data` (a number, nested lists of numbers, a NumPy array) as `dtype`."
@@ -397,11 +406,9 @@ def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad:
         if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
             raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}: it must be numeric")
         shape, values = data.shape or (1,), data.flatten()   # a copy: the tensor never shares the caller's array
-        if dtype is None and not np.issubdtype(data.dtype, np.floating):
-            dtype = float64  # ints and bools compute as the default float, as in classic MiniTorch
     else:
-        shape, values = nested_shape(data) or (1,), np.array(data, dtype=float64 if dtype is None else None).ravel()
-    values = stored_array(values) if dtype is None else values.astype(as_dtype(dtype), copy=False)  # float32/64 keep theirs
+        shape, values = nested_shape(data) or (1,), np.array(data).ravel()
+    values = values.astype(_inferred_dtype(values) if dtype is None else as_dtype(dtype), copy=False)
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 

@@ -900,11 +900,23 @@ def _count(self: Tensor, dim: int | Sequence[int] | None) -> int:
     return self.size if dim is None else math.prod(self.shape[one] for one in self._dims(dim))
 
 
+def _kept_dim(keepdim: bool, keepdims: bool | None = None) -> bool:
+    "`keepdim` checked to be a bool, or NumPy's spelling `keepdims`, which PyTorch accepts too (not both)."
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError("got both keepdim and keepdims: they are one argument, give one of them")
+        keepdim = keepdims
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"keepdim must be True or False, got {keepdim!r}: several dims are one tuple, as sum((0, 1))")
+    return bool(keepdim)
+
+
 @patch
 def _reduced(self: Tensor, reduction: type[Function], dim: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     "`reduction` (a Function over one dim) over `dim`, a tuple of dims one after another, or everything (shape (1,))."
     if dim is None:
-        return reduction.apply(self.contiguous().view(self.size), dim=0)
+        whole = reduction.apply(self.contiguous().view(self.size), dim=0)
+        return whole.view(*(1,) * self.dims) if keepdim and self.dims else whole
     result = self
     for one in self._dims(dim):
         result = reduction.apply(result, dim=one)
@@ -912,41 +924,49 @@ def _reduced(self: Tensor, reduction: type[Function], dim: int | Sequence[int] |
 
 
 @patch
-def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
-    "The sum over `dim` or a tuple of dims (each kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
-    return self._reduced(Sum, dim, keepdim)
+def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
+    "The sum over `dim` or a tuple of dims (dropped unless `keepdim=True`, as in PyTorch), or everything (shape (1,))."
+    return self._reduced(Sum, dim, _kept_dim(keepdim, keepdims))
 
 
 @patch
-def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
-    "The mean over `dim` or a tuple of dims (kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
+def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+         keepdims: bool | None = None) -> Tensor:
+    "The mean over `dim` or a tuple of dims (dropped unless `keepdim=True`), or everything (shape (1,))."
     count = self._count(dim)
-    return self.sum(dim, keepdim) * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
+    total = self.sum(dim, _kept_dim(keepdim, keepdims))
+    return total * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
 
 
 @patch
-def var(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
-    "The variance over `dim` (kept unless `keepdim=False`) or everything: squares summed, over count - correction."
-    centred = self - self.mean(dim)
-    return (centred * centred).sum(dim, keepdim) / float(max(self._count(dim) - correction, 0))  # 0: inf or nan
+def var(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+        keepdims: bool | None = None) -> Tensor:
+    "The variance over `dim` (dropped unless `keepdim=True`) or everything: squares summed, over count - correction."
+    centred = self - self.mean(dim, keepdim=True)
+    squares = (centred * centred).sum(dim, _kept_dim(keepdim, keepdims))
+    return squares / float(max(self._count(dim) - correction, 0))  # 0: inf or nan
 
 
 @patch
-def std(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+def std(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+        keepdims: bool | None = None) -> Tensor:
     "The standard deviation over `dim` or everything: the square root of `var`."
-    return self.var(dim, keepdim, correction).sqrt()
+    return self.var(dim, correction=correction, keepdim=keepdim, keepdims=keepdims).sqrt()
 
 
 @patch
-def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
     "1.0 where every element over `dim` (or over everything) is non-zero, else 0.0."
-    return self._reduced(All, dim, keepdim)
+    return self._reduced(All, dim, _kept_dim(keepdim, keepdims))
 
 
 @patch
-def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
     "1.0 where some element over `dim` (or over everything) is non-zero, NaN included, else 0.0: not all are zero."
-    return 1.0 - (self == 0.0).all(dim, keepdim)
+    return 1.0 - (self == 0.0).all(dim, _kept_dim(keepdim, keepdims))
 
 # %% ../nbs/23_tensor_functions.ipynb #e369f656
 class CumSum(Function):

@@ -77,8 +77,8 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
         return whole(input, dims, weight, bias, eps)
     rows = input if len(dims) == 1 else input.contiguous().view(*input.shape[:input.dims - len(dims)], math.prod(dims))
     # BEGIN SOLUTION 5.6
-    centred = rows - rows.mean(-1)
-    variance = (centred * centred).mean(-1)
+    centred = rows - rows.mean(-1, keepdim=True)
+    variance = (centred * centred).mean(-1, keepdim=True)
     normalised = centred * rsqrt(variance + eps)
     # END SOLUTION
     out = normalised if len(dims) == 1 else normalised.view(*input.shape)
