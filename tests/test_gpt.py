@@ -119,7 +119,8 @@ def test_logits_and_gradients_match_pytorch(backend, dtype, seed, batch, time):
 def test_a_training_step_matches_pytorch_adamw_with_clipping():
     config = GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8)
     ours, theirs = twins(config, minitorch.FastBackend, float64, seed=5)
-    decayed = {name for name, parameter in ours.named_parameters() if parameter in weight_decay_groups(ours, 0.1)[0]["params"]}
+    decayed_ids = {id(parameter) for parameter in weight_decay_groups(ours, 0.1)[0]["params"]}   # `in` a list compares
+    decayed = {name for name, parameter in ours.named_parameters() if id(parameter) in decayed_ids}   # values, as torch
     optimizer = AdamW(weight_decay_groups(ours, 0.1), lr=0.01, betas=(0.9, 0.99))
     their_params = dict(theirs.named_parameters())
     their_optimizer = torch.optim.AdamW([{"params": [their_params[n] for n in their_params if n in decayed], "weight_decay": 0.1},
