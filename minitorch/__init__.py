@@ -8,6 +8,7 @@ __all__ = []
 # %% ../nbs/99_api.ipynb #c8fc1dcd
 from . import process  # first: it sets the process up before any module starts Numba's threads
 from . import operators
+import sys
 from .operators import prod
 from .datasets import Graph, datasets
 from .module import Module, Parameter
@@ -17,6 +18,7 @@ from .autodiff import Variable, backpropagate, derivative_check, topological_sor
 from . import scalar as scalar_functions
 from .scalar import Context, Scalar, ScalarFunction, ScalarHistory
 from .graph import GraphDrawing, draw_graph
+from . import optim
 from .optim import SGD, Optimizer
 from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData,
                                    UserIndex, UserShape, UserStrides, as_dtype, bool_, broadcast_index, float32,
@@ -34,12 +36,12 @@ from .tensor_indexing import Embedding, Gather, IndexSelect, gather, index_selec
 from .fast_ops import FastBackend, FastOps
 from .cuda_ops import (CudaBackend, CudaOps, CudaStorage, CudaUnavailableError, cuda_available, mm_practice,
                                  sum_practice)
-from .adam import Adam
+from .adam import Adam, AdamW, clip_grad_norm_, lr_schedule, weight_decay_groups
 from .checkpoint import load_checkpoint, save_checkpoint
 from .mnist_data import MNISTNotFoundError, digits, mnist, read_idx
 from .conv import Conv1dFun, Conv2dFun, conv1d, conv2d
 from . import nn
-from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleList,
+from .nn import (AvgPool2d, Conv1d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Linear, MaxPool2d, ModuleDict, ModuleList,
                           MSELoss, Sequential,
                           argmax, avgpool2d, cross_entropy, dropout, kaiming_normal, kaiming_uniform, logsoftmax, max,
                           maxpool2d, mse_loss, nll_loss, softmax, logsumexp, sort, argsort, tile, topk, xavier_normal, xavier_uniform,
@@ -49,12 +51,21 @@ from .text import (BigramCounts, BigramNetwork, TextDataNotFoundError, Vocabular
 from .mlp_lm import (MLPLanguageModel, Tanh, context_examples, example_batch, examples_loss,
                               names_vocabulary, sample_name, split_names, tanh)
 from .attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
-from .transformer import (GELU, MLP, AdamW, Block, Erf, LayerNorm, Rsqrt, clip_grad_norm_, erf, gelu, gpt_init_,
-                                    layer_norm, lr_schedule, rsqrt, weight_decay_groups)
+from .transformer import (GELU, MLP, Block, Erf, LayerNorm, Rsqrt, erf, gelu, gpt_init_,
+                                    layer_norm, rsqrt)
+from .profiler import profile
+from . import functional
+from .tensor_functions import no_grad as inference_mode   # PyTorch's stricter no_grad; here the same
 from .fused import (FusedBackend, FusedOps, Gelu, LayerNormFun, SoftmaxFun, fused_gelu, fused_layer_norm,
                               fused_softmax)
 
 nn.Embedding, nn.LayerNorm, nn.GELU = Embedding, LayerNorm, GELU   # the later chapters' layers, where torch.nn has them
+nn.Tanh, nn.Sigmoid, nn.functional = functional.Tanh, functional.Sigmoid, functional
+sys.modules["minitorch.nn.functional"] = functional   # so that `import minitorch.nn.functional as F` works too
+optim.Adam, optim.AdamW = Adam, AdamW   # torch.optim's names, defined in chapter 4's `adam`
+for _name, _dtype in {"float": float32, "double": float64, "long": int64, "bool": bool_}.items():
+    setattr(sys.modules["minitorch"], _name, _dtype)   # PyTorch's dtype names, as attributes only: never in __all__,
+    # where `from minitorch import *` would shadow Python's float
 
 __version__ = "0.1.0"
 
@@ -74,16 +85,16 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
            "linspace", "randint", "multinomial", "manual_seed",
            "Function", "Neg", "Inv", "Add", "Sub", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
-           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "cumsum", "grad_check", "no_grad",
+           "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "cumsum", "grad_check", "no_grad", "inference_mode",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",
            "Gather", "IndexSelect", "gather", "index_select", "Embedding",
            "FastBackend", "FastOps", "CudaBackend", "CudaOps", "CudaStorage", "CudaUnavailableError",
            "cuda_available", "mm_practice", "sum_practice",
-           "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",
+           "optim", "Adam", "save_checkpoint", "load_checkpoint", "conv1d", "conv2d", "Conv1dFun", "Conv2dFun",
            "nn", "tile", "avgpool2d", "maxpool2d", "max", "argmax", "topk", "sort", "argsort", "softmax", "logsoftmax", "logsumexp", "dropout", "nll_loss",
            "cross_entropy", "mse_loss", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "zeros_init",
            "Linear", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss", "MSELoss",
-           "Sequential", "ModuleList",
+           "Sequential", "ModuleList", "ModuleDict",
            "shakespeare_plays", "names_list", "TextDataNotFoundError", "Vocabulary", "split_plays", "get_batch",
            "bigram_counts", "BigramCounts", "sequence_loss", "bigram_loss", "one_hot", "BigramNetwork", "sample",
            "names_vocabulary", "split_names", "context_examples", "example_batch", "Tanh", "tanh",
@@ -92,7 +103,4 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "Rsqrt", "rsqrt", "Erf", "erf", "layer_norm", "LayerNorm", "gelu", "GELU", "MLP", "Block", "gpt_init_",
            "weight_decay_groups", "AdamW", "lr_schedule", "clip_grad_norm_",
            "FusedBackend", "FusedOps", "fused_softmax", "SoftmaxFun", "fused_layer_norm", "LayerNormFun",
-           "fused_gelu", "Gelu"]
-
-# %% ../nbs/99_api.ipynb #b0017c02
-bool = bool_   # torch.bool's name; kept out of __all__, where it would replace Python's bool on `import *`
+           "fused_gelu", "Gelu", "profile", "functional"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from .module import Module
 from .nn import Dropout, Linear, dropout, softmax, xavier_uniform
-from .tensor import Tensor, tensor
+from .tensor import Seed, Tensor, derived_seed, random_generator, tensor
 from .tensor_data import IndexingError, float64, shape_broadcast
 from .tensor_indexing import checked_tensors, where
 from .tensor_ops import TensorBackend
@@ -88,7 +88,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 class CausalSelfAttention(Module):
     "nanoGPT's multi-head causal self-attention: `qkv` makes every position's query, key and value, `proj` mixes heads."
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: int = 0,
+    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
                  backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         if n_head < 1 or n_embd < 1 or n_embd % n_head:
@@ -98,9 +98,9 @@ class CausalSelfAttention(Module):
             raise ValueError(f"CausalSelfAttention: dropout must be between 0 and 1, got {dropout}")
         self.n_embd, self.n_head, self.dropout = n_embd, n_head, dropout
         self.qkv = Linear(n_embd, 3 * n_embd, bias, xavier_uniform, seed, backend, dtype)
-        self.proj = Linear(n_embd, n_embd, bias, xavier_uniform, seed + 1, backend, dtype)
-        self.residual_dropout = Dropout(dropout, seed=seed + 2)
-        self.rng = np.random.default_rng(seed + 3)  # the masks of the attention weights' dropout
+        self.proj = Linear(n_embd, n_embd, bias, xavier_uniform, derived_seed(seed, 1), backend, dtype)
+        self.residual_dropout = Dropout(dropout, seed=derived_seed(seed, 2))
+        self.rng = random_generator(derived_seed(seed, 3))  # the masks of the attention weights' dropout
 
     def split_heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         "The queries, keys and values of (B, T, n_embd) inputs, each (B, n_head, T, head_size): views of one copy."

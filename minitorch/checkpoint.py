@@ -62,7 +62,7 @@ def state_dict(self: Module) -> dict[str, Any]:
     "Every parameter's value and persistent buffer by dotted name, tensors detached: what a checkpoint stores."
     # BEGIN SOLUTION 4.7
     state = {}
-    for name, parameter in self.named_parameters():
+    for name, parameter in self.named_parameters(remove_duplicate=False):
         value = parameter.value
         state[name] = value.detach() if hasattr(value, "detach") else value
     # END SOLUTION
@@ -73,7 +73,7 @@ def state_dict(self: Module) -> dict[str, Any]:
 @patch
 def load_state_dict(self: Module, state: dict[str, Any], strict: bool = True) -> None:
     "Copy `state` into the parameters and buffers; one error names every missing, unexpected and misshaped entry."
-    parameters = {**dict(self.named_parameters()), **buffer_slots(self)}  # persistent buffers load as parameters do
+    parameters = {**dict(self.named_parameters(remove_duplicate=False)), **buffer_slots(self)}  # buffers load alike
     state = {name: value_like(parameters[name].value, value) if name in parameters else value
              for name, value in state.items()}  # copies in the parameters' own kinds, as PyTorch copies into them
     # BEGIN SOLUTION 4.7

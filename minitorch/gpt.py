@@ -10,7 +10,6 @@ __all__ = ['GPTConfig', 'GPT', 'parameter_count', 'train_step', 'fixed_batches',
 # %% ../nbs/54_gpt.ipynb #65057136
 import argparse
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from tqdm.auto import tqdm
 
 from .attention import scaled_dot_product_attention
 from .checkpoint import read_checkpoint, save_checkpoint
-from .mnist_train import positive
+from .mnist_train import one_line_errors, positive
 from .module import Module
 from .nn import Dropout, Linear, Sequential
 from .optim import Optimizer
@@ -31,7 +30,8 @@ from .tensor_functions import no_grad
 from .tensor_indexing import Embedding, cat
 from .tensor_ops import TensorBackend, backend
 from .text import Vocabulary, get_batch, sequence_loss, shakespeare_plays, split_plays
-from .transformer import AdamW, Block, LayerNorm, clip_grad_norm_, gpt_init_, lr_schedule, weight_decay_groups
+from .adam import AdamW, clip_grad_norm_, lr_schedule, weight_decay_groups
+from .transformer import Block, LayerNorm, gpt_init_
 
 # %% ../nbs/54_gpt.ipynb #ce6e63fb
 @dataclass(frozen=True)
@@ -73,8 +73,10 @@ class GPT(Module):
         "(B, T) int64 ids, T at most `block_size`, give (B, T, vocab_size) logits for the next character."
         if ids.dims != 2:
             raise ValueError(f"GPT takes (B, T) ids, got shape {ids.shape}")
+        # BEGIN SOLUTION 5.8
         stream = self.drop(self.wte(ids) + self.wpe(self.positions(0, ids.shape[1])))
         return self.lm_head(self.ln_f(self.blocks(stream)))
+        # END SOLUTION
 
 
 def parameter_count(model: Module) -> int:
@@ -153,7 +155,7 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
     if temperature < 0 or (top_k is not None and top_k < 1):
         raise ValueError(f"sampling needs temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
     scores = np.asarray(logits, dtype=np.float64)
-    # BEGIN SOLUTION 5.8
+    # BEGIN SOLUTION 5.9
     if temperature == 0:
         return int(np.argmax(scores))
     scores = scores / temperature
@@ -199,7 +201,7 @@ class KVCache:
 def cached_block(block: Block, stream: Tensor, cache: KVCache, layer: int) -> Tensor:
     "`block` on the new positions of `stream` (1, t, C), attending to the cached positions and their own."
     query, key, value = block.attn.split_heads(block.ln_1(stream))
-    # BEGIN SOLUTION 5.9
+    # BEGIN SOLUTION 5.10
     if cache.keys[layer] is not None:
         key, value = cat([cache.keys[layer], key], dim=2), cat([cache.values[layer], value], dim=2)
     cache.keys[layer], cache.values[layer] = key, value
@@ -274,12 +276,12 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--lr", type=positive(float), default=defaults.lr, help="AdamW's peak learning rate")
     options.add_argument("--eval-every", type=positive(int), default=250, help="steps between validation estimates")
     options.add_argument("--backend", choices=["fused", "fast", "simple", "cuda"], default="fused",
-                         help="fused (the default): the fast backend with the fused kernels of 60_fused")
+                         help="fused (the default): the fast backend with the fused kernels of 61_fused")
     options.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     options.add_argument("--seed", type=int, default=0, help="seeds the weights, the batches and the sampling")
     options.add_argument("--prompt", default="\n", help="the text to continue with --sample")
     options.add_argument("--length", type=positive(int), default=500, help="characters to write with --sample")
-    options.add_argument("--temperature", type=float, default=0.8)
+    options.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest character")
     options.add_argument("--top-k", type=positive(int), default=None)
     return options
 
@@ -322,12 +324,15 @@ def main(argv: Sequence[str] | None = None) -> TrainingLog | str:
         options.error(f"argument --checkpoint: folder {str(args.checkpoint.parent)!r} does not exist")
     if args.sample and not args.checkpoint.is_file():
         options.error(f"argument --checkpoint: no checkpoint at {str(args.checkpoint)!r}: train one first")
-    where = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
-    if args.sample:
-        text = write_sample(args, where)
-        print(text)
-        return text
-    return train_and_save(args, where)
+    if not args.temperature >= 0:
+        options.error(f"argument --temperature: expected a number >= 0, got {args.temperature}")
+    with one_line_errors(options):   # a damaged checkpoint, a character outside the vocabulary, no GPU: one line
+        where = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
+        if args.sample:
+            text = write_sample(args, where)
+            print(text)
+            return text
+        return train_and_save(args, where)
 
 # %% ../nbs/54_gpt.ipynb #e3b114db
 # A notebook's namespace is also called "__main__" (IPython adds `get_ipython` to it): skip the command there.

@@ -4,11 +4,13 @@
 
 # %% auto #0
 __all__ = ['DATASETS', 'MODELS', 'BACKENDS', 'Split', 'digits_splits', 'load_splits', 'lenet', 'mlp', 'build_model', 'batches',
-           'train_step', 'predict', 'confusion_matrix', 'TrainingLog', 'fit', 'positive', 'parser', 'main']
+           'train_step', 'predict', 'confusion_matrix', 'TrainingLog', 'fit', 'positive', 'one_line_errors', 'parser',
+           'main']
 
 # %% ../nbs/45_mnist_train.ipynb #003bff7c
 import argparse
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -19,6 +21,7 @@ from tqdm.auto import tqdm
 from .adam import Adam
 from .checkpoint import save_checkpoint
 from .conv import conv_output_size
+from .cuda_ops import CudaUnavailableError
 from .mnist_data import digits, mnist
 from .module import Module
 from .nn import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential, cross_entropy
@@ -183,6 +186,15 @@ def positive(kind: type) -> Callable[[str], int | float]:
     return parse
 
 
+@contextmanager
+def one_line_errors(options: argparse.ArgumentParser) -> Iterator[None]:
+    "Inside: a bad file, a missing GPU or bad input ends the command with one line naming it (exit 2), no traceback."
+    try:
+        yield
+    except (OSError, ValueError, CudaUnavailableError) as error:
+        options.exit(2, f"{options.prog}: error: {error}\n")
+
+
 def parser() -> argparse.ArgumentParser:
     "The command-line options of `python -m minitorch.mnist_train`."
     options = argparse.ArgumentParser(prog="python -m minitorch.mnist_train",
@@ -207,16 +219,19 @@ def main(argv: Sequence[str] | None = None) -> TrainingLog:
     args = options.parse_args(argv)
     if args.checkpoint is not None and not args.checkpoint.parent.is_dir():
         options.error(f"argument --checkpoint: folder {str(args.checkpoint.parent)!r} does not exist")
+    if args.checkpoint is not None and args.checkpoint.is_dir():
+        options.error(f"argument --checkpoint: {str(args.checkpoint)!r} is a folder; name a file in it (model.npz)")
     try:
         train, valid = load_splits(args.dataset, args.limit)
     except FileNotFoundError as error:
         options.error(str(error))
-    chosen = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
-    model = build_model(args.model, train.images.shape[-1], chosen, args.seed)
-    print(f"{args.model} on {args.dataset}: {len(train.labels)} training, {len(valid.labels)} validation images, "
-          f"{args.backend} backend, Adam lr {args.lr}, batch size {args.batch_size}")
-    return fit(model, Adam(model.parameters(), lr=args.lr), train, valid, args.epochs, args.batch_size, chosen,
-               args.seed, args.checkpoint)
+    with one_line_errors(options):
+        chosen = backend(args.backend)  # 'cuda' needs a GPU or NUMBA_ENABLE_CUDASIM=1
+        model = build_model(args.model, train.images.shape[-1], chosen, args.seed)
+        print(f"{args.model} on {args.dataset}: {len(train.labels)} training, {len(valid.labels)} validation images, "
+              f"{args.backend} backend, Adam lr {args.lr}, batch size {args.batch_size}")
+        return fit(model, Adam(model.parameters(), lr=args.lr), train, valid, args.epochs, args.batch_size, chosen,
+                   args.seed, args.checkpoint)
 
 # %% ../nbs/45_mnist_train.ipynb #ddf1067a
 # A notebook's namespace is also called "__main__" (IPython adds `get_ipython` to it): skip the command there.

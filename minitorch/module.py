@@ -6,11 +6,39 @@
 __all__ = ['Parameter', 'Module']
 
 # %% ../nbs/01_module.ipynb #36f398ee
+import operator
 from typing import Any, Callable, Iterator
 
 # %% ../nbs/01_module.ipynb #4da4e475
+def _held(operand: Any) -> Any:
+    "A Parameter's value; any other operand as it is."
+    return operand.value if isinstance(operand, Parameter) else operand
+
+
+def _on_value(function: Callable[..., Any]) -> Callable[..., Any]:
+    "The Parameter method that applies `function` to its value and to the values of the other operands."
+    def method(self: "Parameter", *operands: Any) -> Any:
+        return function(self.value, *map(_held, operands))
+    return method
+
+
+def _reflected(function: Callable[[Any, Any], Any]) -> Callable[["Parameter", Any], Any]:
+    "The method for `other op parameter` (`__rmul__`, `__rmatmul__`, ...): `function(other, value)`."
+    def method(self: "Parameter", other: Any) -> Any:
+        return function(_held(other), self.value)
+    return method
+
+
+def _in_place(function: Callable[[Any, Any], Any]) -> Callable[["Parameter", Any], "Parameter"]:
+    "The method for `parameter op= other`: the value changes (in place where it can); the Parameter stays."
+    def method(self: "Parameter", other: Any) -> "Parameter":
+        self.value = function(self.value, _held(other))
+        return self
+    return method
+
+
 class Parameter:
-    "A trainable value held by a `Module`."
+    "A trainable value held by a `Module`, acting as that value (`p.grad`, `x @ p`) as PyTorch's is its tensor."
 
     def __init__(self, value: Any = None, name: str | None = None):
         self.name = name
@@ -26,13 +54,39 @@ class Parameter:
 
     def __getattr__(self, name: str) -> Any:
         value = self.__dict__.get("value")  # only names that normal lookup did not find come here
-        if not name.startswith("__") and hasattr(value, name):
-            raise AttributeError(f"a Parameter holds its value in .value (classic MiniTorch; a PyTorch parameter "
-                                 f"is the tensor itself): write p.value.{name}, not p.{name}")
-        raise AttributeError(f"'Parameter' object has no attribute {name!r}")
+        if not name.startswith("__"):  # hooks (`__deepcopy__`, `__setstate__`): the Parameter's own, for copy, pickle
+            try:
+                return getattr(value, name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"neither 'Parameter' nor its value, a {type(value).__name__}, has an attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        held = self.__dict__.get("value")
+        if name in ("name", "value") or name in self.__dict__ or not hasattr(held, name):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(held, name, value)  # a name the value has: `p.grad = None`, `p.requires_grad = False`
 
     def __repr__(self) -> str:
         return f"Parameter({self.value!r})"
+
+    __add__, __radd__ = _on_value(operator.add), _reflected(operator.add)
+    __sub__, __rsub__ = _on_value(operator.sub), _reflected(operator.sub)
+    __mul__, __rmul__ = _on_value(operator.mul), _reflected(operator.mul)
+    __truediv__, __rtruediv__ = _on_value(operator.truediv), _reflected(operator.truediv)
+    __pow__, __rpow__ = _on_value(operator.pow), _reflected(operator.pow)
+    __matmul__, __rmatmul__ = _on_value(operator.matmul), _reflected(operator.matmul)
+    __iadd__, __isub__ = _in_place(operator.iadd), _in_place(operator.isub)
+    __imul__, __itruediv__ = _in_place(operator.imul), _in_place(operator.itruediv)
+    __neg__, __abs__ = _on_value(operator.neg), _on_value(operator.abs)
+    __lt__, __le__ = _on_value(operator.lt), _on_value(operator.le)
+    __gt__, __ge__ = _on_value(operator.gt), _on_value(operator.ge)
+    __eq__, __ne__ = _on_value(operator.eq), _on_value(operator.ne)  # elementwise for a tensor, as PyTorch's
+    __hash__ = object.__hash__  # by identity, as a tensor's: optimisers key each parameter's state on it
+    __getitem__, __setitem__ = _on_value(operator.getitem), _on_value(operator.setitem)
+    __len__, __iter__, __bool__ = _on_value(len), _on_value(iter), _on_value(bool)
+    __float__, __int__ = _on_value(float), _on_value(int)
 
 # %% ../nbs/01_module.ipynb #85e7867a
 class Module:
@@ -49,14 +103,15 @@ class Module:
         if name in self._buffers and not isinstance(value, (Parameter, Module)):
             self._buffers[name] = value  # a buffer keeps its place with the new value, as in PyTorch
             return
-        for registry in (self._modules, self._parameters, self._buffers):
-            registry.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        else:
+        home = (self._parameters if isinstance(value, Parameter) else
+                self._modules if isinstance(value, Module) else None)
+        for registry in (self._modules, self._parameters, self._buffers, self.__dict__):
+            if registry is not home:  # re-assigned within its own registry, a name keeps its place, as in PyTorch
+                registry.pop(name, None)
+        if home is None:
             object.__setattr__(self, name, value)
+        else:
+            home[name] = value
 
     def __getattr__(self, name: str) -> Any:
         registry = self.__dict__
@@ -111,17 +166,24 @@ class Module:
         return found
         # END SOLUTION
 
-    def named_parameters(self) -> list[tuple[str, Parameter]]:
-        "Every parameter of the tree with its dotted path, such as `layer1.weight`."
+    def named_parameters(self, remove_duplicate: bool = True) -> list[tuple[str, Parameter]]:
+        "Every parameter of the tree with its dotted path (`layer1.weight`); a shared one once, under its first path."
+        # `named`: every (path, parameter) of the tree, a shared parameter under each of its paths
         # BEGIN SOLUTION 0.4
         named = list(self._parameters.items())
         for child_name, child in self._modules.items():
-            named.extend((f"{child_name}.{name}", parameter) for name, parameter in child.named_parameters())
-        return named
+            named.extend((f"{child_name}.{name}", parameter)
+                         for name, parameter in child.named_parameters(remove_duplicate=False))
         # END SOLUTION
+        if not remove_duplicate:
+            return named
+        first_paths: dict[Parameter, str] = {}
+        for name, parameter in named:
+            first_paths.setdefault(parameter, name)  # keyed by identity: tied weights are one parameter
+        return [(name, parameter) for parameter, name in first_paths.items()]
 
     def parameters(self) -> list[Parameter]:
-        "Every parameter of the tree."
+        "Every parameter of the tree, each once."
         # BEGIN SOLUTION 0.4
         return [parameter for _, parameter in self.named_parameters()]
         # END SOLUTION

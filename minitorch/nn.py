@@ -14,7 +14,7 @@ __all__ = ['block_maximum_device', 'dropout_uniform_device', 'LOSS_REDUCTIONS', 
            'calculate_gain', 'tensor_of', 'shape_of', 'filled_', 'uniform_', 'normal_', 'constant_', 'zeros_', 'ones_',
            'xavier_uniform_', 'xavier_normal_', 'kaiming_scale', 'kaiming_uniform_', 'kaiming_normal_', 'Linear',
            'Conv1d', 'Conv2d', 'ReLU', 'Flatten', 'MaxPool2d', 'AvgPool2d', 'Dropout', 'CrossEntropyLoss', 'ModuleList',
-           'Sequential']
+           'Sequential', 'ModuleDict']
 
 # %% ../nbs/41_nn.ipynb #defa474a
 import math
@@ -26,10 +26,10 @@ from fastcore.basics import patch
 from numba import cuda, njit, prange
 
 from .autodiff import Context
-from .conv import as_array, as_pair, conv1d, conv2d, from_array, maps_index_device, maps_position_device
+from .conv import as_pair, conv1d, conv2d, maps_index_device, maps_position_device
 from .cuda_ops import CudaOps, launch, map_launch
 from .module import Module, Parameter
-from .tensor import Seed, Tensor, random_generator, tensor
+from .tensor import Seed, Tensor, as_array, from_array, random_generator, tensor
 from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
 from .tensor_functions import Function, no_grad
 from .tensor_indexing import gather, where
@@ -85,7 +85,7 @@ def avgpool2d(input: Tensor, kernel: int | Sequence[int], stride: int | Sequence
     kernel = as_pair(kernel, "kernel")
     tiled, _, _ = tile(pooled_region(input, kernel, stride, "avgpool2d"), kernel)
     # BEGIN SOLUTION 4.3
-    return tiled.mean(4, keepdim=False)
+    return tiled.mean(4)
     # END SOLUTION
 
 # %% ../nbs/41_nn.ipynb #8888778b
@@ -120,13 +120,13 @@ def _nonempty_dim(input: Tensor, dim: int, name: str) -> int:
     return dim
 
 
-def max(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
-    "The largest value over `dim` (kept with size 1 unless `keepdim=False`); differentiable."
+def max(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    "The largest value over `dim` (dropped unless `keepdim=True`, as `torch.amax`); differentiable."
     dim = _nonempty_dim(input, dim, "max")
     return input._drop_dim(Max.apply(input, dim=dim), dim, keepdim)
 
 
-def argmax(input: Tensor, dim: int, keepdim: bool = True) -> Tensor:
+def argmax(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     "The position of the largest value over `dim` (the first one on ties), int64 as in PyTorch; not differentiable."
     values, dim = input.detach(), _nonempty_dim(input, dim, "argmax")
     size = values.shape[dim]
@@ -286,11 +286,11 @@ def softmax(input: Tensor, dim: int) -> Tensor:
     if input.size == 0:
         return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     whole = input.backend.operation("softmax")
-    if whole is not None:  # a backend with a kernel of its own for the whole softmax (`60_fused`)
+    if whole is not None:  # a backend with a kernel of its own for the whole softmax (`61_fused`)
         return whole(input, dim)
     # BEGIN SOLUTION 4.4
-    exps = (input - max(input.detach(), dim)).exp()
-    return exps / exps.sum(dim)
+    exps = (input - max(input.detach(), dim, keepdim=True)).exp()
+    return exps / exps.sum(dim, keepdim=True)
     # END SOLUTION
 
 
@@ -300,8 +300,8 @@ def logsoftmax(input: Tensor, dim: int) -> Tensor:
     if input.size == 0:
         return input + 0.0  # empty: nothing to normalise (and no maximum to subtract)
     # BEGIN SOLUTION 4.4
-    shifted = input - max(input.detach(), dim)
-    return shifted - shifted.exp().sum(dim).log()
+    shifted = input - max(input.detach(), dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
     # END SOLUTION
 
 
@@ -309,10 +309,10 @@ def logsumexp(input: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     "log(sum(exp(input))) over `dim` (dropped unless `keepdim`, as `torch.logsumexp`), computed without overflow."
     dim = input._dim(dim)
     if input.shape[dim] == 0:
-        return input._drop_dim(input.sum(dim).log(), dim, keepdim)   # the log of an empty sum: -inf
-    largest = max(input.detach(), dim)
+        return input.sum(dim, keepdim=keepdim).log()   # the log of an empty sum: -inf
+    largest = max(input.detach(), dim, keepdim=True)
     shift = where(largest.abs() == math.inf, 0.0, largest)   # an infinite maximum would make inf - inf
-    return input._drop_dim((input - shift).exp().sum(dim).log() + shift, dim, keepdim)
+    return input._drop_dim((input - shift).exp().sum(dim, keepdim=True).log() + shift, dim, keepdim)
 
 
 Tensor.logsumexp = logsumexp
@@ -693,7 +693,7 @@ class Linear(Module):
     "PyTorch's Linear: out = input @ weight.T + bias, with weight (out_features, in_features)."
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, init: Initialiser = kaiming_uniform,
-                 seed: int = 0, backend: TensorBackend | str | None = None, dtype: object = float64):
+                 seed: Seed = None, backend: TensorBackend | str | None = None, dtype: object = float64):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend, dtype=dtype))
@@ -720,7 +720,7 @@ class Conv1d(Module):
     "PyTorch's Conv1d: weight (out_channels, in_channels, kernel_size), stride and zero padding."
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
-                 bias: bool = True, init: Initialiser = kaiming_uniform, seed: int = 0,
+                 bias: bool = True, init: Initialiser = kaiming_uniform, seed: Seed = None,
                  backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = stride, padding
@@ -744,7 +744,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, bias: bool = True,
-                 init: Initialiser = kaiming_uniform, seed: int = 0, backend: TensorBackend | str | None = None):
+                 init: Initialiser = kaiming_uniform, seed: Seed = None, backend: TensorBackend | str | None = None):
         super().__init__()
         self.stride, self.padding = as_pair(stride, "stride"), as_pair(padding, "padding")
         shape = (out_channels, in_channels, *as_pair(kernel_size, "kernel_size"))
@@ -876,3 +876,48 @@ class Sequential(ModuleList):
         for module in self:
             input = module(input)
         return input
+
+
+class ModuleDict(Module):
+    "Modules held by name, in insertion order, as PyTorch's ModuleDict: indexed by key, iterated over keys, never called."
+
+    def __init__(self, modules: dict[str, Module] | Iterable[tuple[str, Module]] = ()):
+        super().__init__()
+        self.update(modules)
+
+    def update(self, modules: dict[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        "Add or replace each (name, module)."
+        for name, module in (modules.items() if isinstance(modules, dict) else modules):
+            self[name] = module
+
+    def __setitem__(self, name: str, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict holds modules, got {type(module).__name__} for {name!r}")
+        setattr(self, name, module)
+
+    def __getitem__(self, name: str) -> Module:
+        if name not in self._modules:
+            raise KeyError(f"ModuleDict has no module {name!r}; it has {list(self._modules)}")
+        return self._modules[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> list[str]:
+        "The names, in insertion order."
+        return list(self._modules)
+
+    def values(self) -> list[Module]:
+        "The modules, in insertion order."
+        return list(self._modules.values())
+
+    def items(self) -> list[tuple[str, Module]]:
+        "(name, module) pairs, in insertion order."
+        return list(self._modules.items())
+

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from . import operators
 from .derivatives import central_difference
+from .module import Parameter
 
 # %% ../nbs/11_scalar.ipynb #53a1a489
 @dataclass
@@ -56,6 +57,8 @@ class ScalarFunction:
         "Run `forward` on the values and return a Scalar that remembers this call."
         inputs, floats, tracked = [], [], False
         for value in values:
+            if isinstance(value, Parameter):  # `x * p`: the Scalar (or number) the parameter holds, as `p * x` gives
+                value = value.value
             if isinstance(value, Scalar):
                 tracked = tracked or value.history is not None
             else:

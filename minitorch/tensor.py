@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'INDEX_READERS', 'INDEX_WRITERS', 'Seed', 'SHARED_GENERATOR', 'checked_dim', 'ElementCount',
-           'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'nested_shape',
-           'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'zeros_like', 'ones_like', 'arange', 'linspace',
-           'randn', 'randint', 'multinomial']
+           'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'derived_seed',
+           'nested_shape', 'sized', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array',
+           'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .autodiff import Context, backpropagate
-from .tensor_data import (DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64, is_floating,
-                                   shape_broadcast, stored_array)
+from .tensor_data import (DTYPES, DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64,
+                                   is_floating, shape_broadcast)
 from .tensor_ops import TensorBackend, chosen_backend
 
 # %% ../nbs/22_tensor.ipynb #b81d4f2e
@@ -242,7 +242,7 @@ class Tensor:
         "Start (or stop) tracking gradients, making this tensor a leaf; returns the tensor."
         if requires_grad and not is_floating(self.dtype):
             raise TypeError(f"only float tensors can require gradients, this one is {self.dtype}: convert it with "
-                            f".to(minitorch.float64) or .to(minitorch.float32)")
+                            f".to(minitorch.float64) or .to(minitorch.float32), or make it from floats (1.0, not 1)")
         self.history = History() if requires_grad else None
         return self
 
@@ -348,6 +348,12 @@ def random_generator(seed: Seed) -> np.random.Generator:
     "The generator that `seed` names: a new one from an int, the generator itself, or the shared one for None."
     return SHARED_GENERATOR if seed is None else np.random.default_rng(seed)
 
+
+def derived_seed(seed: Seed, offset: int) -> Seed:
+    "The seed of one part of a layer: `seed + offset` for an int; a generator, or None (the shared one), as it is."
+    return seed + offset if isinstance(seed, numbers.Integral) else seed
+
+
 # %% ../nbs/22_tensor.ipynb #edbad090
 def nested_shape(data: Any, where: str = "data") -> tuple[int, ...]:
     "The shape of nested lists of numbers, or an error naming where they are ragged or not numbers."
@@ -367,12 +373,29 @@ def _as_shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return checked_shape((shape,) if isinstance(shape, (int, np.integer)) else shape)
 
 
+def sized(size: tuple, backend: TensorBackend | str | None) -> tuple[tuple[int, ...], TensorBackend | str | None]:
+    "A factory's shape from its sizes, `2, 3` or one `(2, 3)` as PyTorch takes both, and its backend (classic: second)."
+    if len(size) == 2 and backend is None and isinstance(size[1], (TensorBackend, str)):
+        size, backend = size[:1], size[1]   # classic MiniTorch's zeros(shape, backend)
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        size = size[0]
+    return _as_shape(size), backend
+
+
 def storage_kind(backend: TensorBackend) -> Any:
-    "`backend`'s storage kind, or a TypeError naming what came instead (`zeros(2, 3)` passes 3 as the backend)."
+    "`backend`'s storage kind, or a TypeError naming what came instead."
     if not hasattr(backend, "storage"):
-        hint = ": a shape of several sizes is one tuple, (2, 3) rather than 2, 3" if isinstance(backend, numbers.Number) else ""
-        raise TypeError(f"backend must be a TensorBackend such as SimpleBackend or FastBackend, got {backend!r}{hint}")
+        raise TypeError(f"backend must be a TensorBackend such as SimpleBackend or FastBackend, got {backend!r}")
     return backend.storage
+
+
+def _inferred_dtype(values: np.ndarray) -> np.dtype:
+    "The dtype of a tensor made from `values` without `dtype=`, as in PyTorch: int64 for whole numbers, bool for bools, else a float."
+    if values.dtype.kind in "iu":
+        if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+            raise OverflowError(f"{values.max()} is too large for int64: pass dtype=minitorch.float64")
+        return int64
+    return values.dtype if values.dtype in DTYPES else float64   # float32 and bool kept; float16 as float64
 
 
 def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad: bool = False,
@@ -383,11 +406,9 @@ def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad:
         if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
             raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}: it must be numeric")
         shape, values = data.shape or (1,), data.flatten()   # a copy: the tensor never shares the caller's array
-        if dtype is None and not np.issubdtype(data.dtype, np.floating):
-            dtype = float64  # ints and bools compute as the default float, as in classic MiniTorch
     else:
-        shape, values = nested_shape(data) or (1,), np.array(data, dtype=float64 if dtype is None else None).ravel()
-    values = stored_array(values) if dtype is None else values.astype(as_dtype(dtype), copy=False)  # float32/64 keep theirs
+        shape, values = nested_shape(data) or (1,), np.array(data).ravel()
+    values = values.astype(_inferred_dtype(values) if dtype is None else as_dtype(dtype), copy=False)
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
@@ -396,11 +417,11 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
     return Tensor(TensorData(storage, shape, validate=False), backend=backend).requires_grad_(requires_grad)
 
 
-def zeros(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def zeros(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` filled with 0."
+    "A tensor of shape `size` (`zeros(2, 3)` or `zeros((2, 3))`) filled with 0."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
-    shape = _as_shape(shape)
     return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
@@ -416,11 +437,11 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend |
     return _made(storage_kind(backend).full(math.prod(shape), fill_value, dtype), shape, backend, requires_grad)
 
 
-def ones(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def ones(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` filled with 1."
-    backend = chosen_backend(backend)
-    return full(shape, 1, backend, requires_grad, dtype)
+    "A tensor of shape `size` (`ones(2, 3)` or `ones((2, 3))`) filled with 1."
+    shape, backend = sized(size, backend)
+    return full(shape, 1, chosen_backend(backend), requires_grad, dtype)
 
 
 def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | Sequence[int], backend: TensorBackend,
@@ -433,21 +454,35 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
 
-def rand(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def rand(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
          seed: Seed = None, dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
+    "A tensor of shape `size` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
     return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
+
+# %% ../nbs/22_tensor.ipynb #a5a77a02
+def as_array(a: Tensor) -> np.ndarray:
+    "The values of `a` as a row-major NumPy array of its shape (no copy when `a` is contiguous and in host memory)."
+    return a.to_numpy() if not a._tensor.is_contiguous() else a._tensor.tuple()[0][:a.size].reshape(a.shape)
+
+
+def from_array(values: np.ndarray, like: Tensor) -> Tensor:
+    "A tensor over the row-major array `values` (no copy if it is in `like`'s dtype), on the backend of `like`."
+    storage = np.ascontiguousarray(values, dtype=like.dtype).ravel()
+    return Tensor(TensorData(storage, values.shape, validate=False), backend=like.backend)  # agree: NumPy's own
 
 # %% ../nbs/22_tensor.ipynb #c56f68dd
 def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     "Zeros shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.zeros_like`)."
-    return zeros(input.shape, input.backend, requires_grad, input.dtype if dtype is None else dtype)
+    return zeros(input.shape, backend=input.backend, requires_grad=requires_grad,
+                 dtype=input.dtype if dtype is None else dtype)
 
 
 def ones_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     "Ones shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.ones_like`)."
-    return ones(input.shape, input.backend, requires_grad, input.dtype if dtype is None else dtype)
+    return ones(input.shape, backend=input.backend, requires_grad=requires_grad,
+                dtype=input.dtype if dtype is None else dtype)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, backend: TensorBackend | str | None = None,
@@ -481,9 +516,10 @@ def linspace(start: float, end: float, steps: int, backend: TensorBackend | str 
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
-def randn(shape: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
+def randn(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
           seed: Seed = None, dtype: Any = float64) -> Tensor:
-    "A tensor of `shape` drawn from the standard normal distribution; the same `seed` gives the same values."
+    "A tensor of shape `size` drawn from the standard normal distribution; the same `seed` gives the same values."
+    shape, backend = sized(size, backend)
     backend = chosen_backend(backend)
     return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
                   "randn draws real numbers")

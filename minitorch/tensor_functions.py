@@ -25,7 +25,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .derivatives import central_difference
-from .module import Module
+from .module import Module, Parameter
 from .tensor import (INDEX_READERS, INDEX_WRITERS, STORAGE_VERSIONS, History, Tensor, full, saved_versions,
                               tensor)
 from .tensor_ops import TensorBackend, floating_map, unset_output
@@ -54,6 +54,7 @@ class Function:
     @classmethod
     def apply(cls, *inputs: "Tensor", **options: Any) -> "Tensor":
         "Run `forward` on `inputs`, recording the history if any input tracks gradients (and not under `no_grad`)."
+        inputs = tuple(operand.value if isinstance(operand, Parameter) else operand for operand in inputs)  # its tensor
         tracking = GradMode.enabled and any(tensor.requires_grad for tensor in inputs)
         ctx = Context(no_grad=not tracking)
         out = cls.forward(ctx, *inputs, **options)
@@ -171,6 +172,8 @@ def number_dtype(dtype: np.dtype, number: float | int | bool) -> np.dtype:
 @patch
 def _operand(self: Tensor, other: "Tensor | float") -> Tensor:
     "`other` as a tensor on this backend (a number becomes a one-element tensor that broadcasts, of `number_dtype`)."
+    if isinstance(other, Parameter):  # `x * p`: the tensor (or number) the parameter holds
+        other = other.value
     if isinstance(other, Tensor):
         return other
     if isinstance(other, (numbers.Real, np.bool_)):
@@ -209,6 +212,8 @@ def __neg__(self: Tensor) -> Tensor:
 @patch
 def __pow__(self: Tensor, exponent: "Tensor | float") -> Tensor:
     "`self ** exponent`: a positive whole number by repeated squaring (products: `Mul` gives the gradient), else `Pow`."
+    if isinstance(exponent, Parameter):
+        exponent = exponent.value
     if isinstance(exponent, bool) or not isinstance(exponent, (numbers.Real, Tensor)):
         raise TypeError(f"tensor ** {exponent!r}: the exponent must be a number or a tensor")
     if self.dtype == bool_:   # True and False count as 1 and 0, as in PyTorch
@@ -1000,11 +1005,23 @@ def _count(self: Tensor, dim: int | Sequence[int] | None) -> int:
     return self.size if dim is None else math.prod(self.shape[one] for one in self._dims(dim))
 
 
+def _kept_dim(keepdim: bool, keepdims: bool | None = None) -> bool:
+    "`keepdim` checked to be a bool, or NumPy's spelling `keepdims`, which PyTorch accepts too (not both)."
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError("got both keepdim and keepdims: they are one argument, give one of them")
+        keepdim = keepdims
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"keepdim must be True or False, got {keepdim!r}: several dims are one tuple, as sum((0, 1))")
+    return bool(keepdim)
+
+
 @patch
 def _reduced(self: Tensor, reduction: type[Function], dim: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     "`reduction` (a Function over one dim) over `dim`, a tuple of dims one after another, or everything (shape (1,))."
     if dim is None:
-        return reduction.apply(self.contiguous().view(self.size), dim=0)
+        whole = reduction.apply(self.contiguous().view(self.size), dim=0)
+        return whole.view(*(1,) * self.dims) if keepdim and self.dims else whole
     result = self
     for one in self._dims(dim):
         result = reduction.apply(result, dim=one)
@@ -1012,41 +1029,49 @@ def _reduced(self: Tensor, reduction: type[Function], dim: int | Sequence[int] |
 
 
 @patch
-def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
-    "The sum over `dim` or a tuple of dims (each kept with size 1 unless `keepdim=False`), or everything (shape (1,)); bools as int64."
-    return (self.long() if self.dtype == bool_ else self)._reduced(Sum, dim, keepdim)
+def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
+    "The sum over `dim` or a tuple of dims (dropped unless `keepdim=True`, as in PyTorch), or everything (shape (1,)); bools as int64."
+    return (self.long() if self.dtype == bool_ else self)._reduced(Sum, dim, _kept_dim(keepdim, keepdims))
 
 
 @patch
-def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
-    "The mean over `dim` or a tuple of dims (kept with size 1 unless `keepdim=False`), or everything (shape (1,))."
+def mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+         keepdims: bool | None = None) -> Tensor:
+    "The mean over `dim` or a tuple of dims (dropped unless `keepdim=True`), or everything (shape (1,))."
     count = self._count(dim)
-    return self.sum(dim, keepdim) * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
+    total = self.sum(dim, _kept_dim(keepdim, keepdims))
+    return total * (1.0 / count if count else math.nan)  # the mean of nothing is nan, as in PyTorch
 
 
 @patch
-def var(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
-    "The variance over `dim` (kept unless `keepdim=False`) or everything: squares summed, over count - correction."
-    centred = self - self.mean(dim)
-    return (centred * centred).sum(dim, keepdim) / float(max(self._count(dim) - correction, 0))  # 0: inf or nan
+def var(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+        keepdims: bool | None = None) -> Tensor:
+    "The variance over `dim` (dropped unless `keepdim=True`) or everything: squares summed, over count - correction."
+    centred = self - self.mean(dim, keepdim=True)
+    squares = (centred * centred).sum(dim, _kept_dim(keepdim, keepdims))
+    return squares / float(max(self._count(dim) - correction, 0))  # 0: inf or nan
 
 
 @patch
-def std(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True, correction: int = 1) -> Tensor:
+def std(self: Tensor, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+        keepdims: bool | None = None) -> Tensor:
     "The standard deviation over `dim` or everything: the square root of `var`."
-    return self.var(dim, keepdim, correction).sqrt()
+    return self.var(dim, correction=correction, keepdim=keepdim, keepdims=keepdims).sqrt()
 
 
 @patch
-def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+def all(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
     "True where every element over `dim` (or over everything) is non-zero, else False."
-    return self._reduced(All, dim, keepdim)
+    return self._reduced(All, dim, _kept_dim(keepdim, keepdims))
 
 
 @patch
-def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = True) -> Tensor:
+def any(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        keepdims: bool | None = None) -> Tensor:
     "True where some element over `dim` (or over everything) is non-zero, NaN included, else False: not all are zero."
-    return ~(self == 0).all(dim, keepdim)
+    return ~(self == 0).all(dim, _kept_dim(keepdim, keepdims))
 
 # %% ../nbs/23_tensor_functions.ipynb #e369f656
 class CumSum(Function):

@@ -19,7 +19,7 @@ from fastcore.basics import patch
 
 from .autodiff import Context
 from .module import Module
-from .tensor import INDEX_READERS, INDEX_WRITERS, Tensor, nested_shape, tensor
+from .tensor import INDEX_READERS, INDEX_WRITERS, Seed, Tensor, nested_shape, random_generator, tensor
 from .tensor_data import (IndexingError, TensorData, bool_, float64, index_view, int64, result_dtype,
                                    shape_broadcast)
 from .tensor_functions import Function
@@ -94,7 +94,9 @@ class Cat(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor, ...]:
         dim, parts = ctx.saved_values
+        # BEGIN SOLUTION 2.9
         return tuple(row_major(_dim_view(grad_output, dim, part)) for part in parts)
+        # END SOLUTION
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -488,14 +490,14 @@ INDEX_WRITERS.append(assign_by_mask)
 class Embedding(Module):
     "PyTorch's Embedding: a `weight` table of `num_embeddings` vectors of `embedding_dim` numbers, looked up by id."
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: int = 0,
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: Seed = None,
                  backend: TensorBackend | str | None = None, dtype: np.dtype = float64):
         super().__init__()
         if padding_idx is not None and not (_is_int(padding_idx) and -num_embeddings <= padding_idx < num_embeddings):
             raise ValueError(f"padding_idx must be an id of the {num_embeddings} embeddings, got {padding_idx!r}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        values = np.random.default_rng(seed).standard_normal((num_embeddings, embedding_dim))
+        values = random_generator(seed).standard_normal((num_embeddings, embedding_dim))
         if self.padding_idx is not None:
             values[self.padding_idx] = 0.0
         self.add_parameter("weight", tensor(values, backend=backend, dtype=dtype))
@@ -503,8 +505,10 @@ class Embedding(Module):
     def forward(self, ids: Tensor) -> Tensor:
         "The vectors of int64 `ids` of any shape: shape `(*ids.shape, embedding_dim)`."
         ids = as_index(ids, self.weight.value, "Embedding")
+        # BEGIN SOLUTION 2.9
         flat = ids.contiguous().view(ids.size)
         rows = index_select(self.weight.value, 0, flat)
+        # END SOLUTION
         if self.padding_idx is not None:   # the padding row's values, but no gradient for it
             rows = where((flat != self.padding_idx).view(ids.size, 1), rows, rows.detach())
         return rows.view(*ids.shape, self.embedding_dim)

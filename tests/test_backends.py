@@ -31,7 +31,7 @@ def test_every_backend_is_a_kernel_table_over_the_same_wrappers(ops):
 
 GPU_OPERATIONS = {"conv", "maxpool2d", "dropout_mask", "adam", "softmax", "softmax_rows", "softmax_rows_backward",
                   "layer_norm", "layer_norm_rows", "layer_norm_rows_backward", "gelu"}
-FUSED_OPERATIONS = {"softmax", "layer_norm", "gelu"}   # 60_fused's whole operations, on the host
+FUSED_OPERATIONS = {"softmax", "layer_norm", "gelu"}   # 61_fused's whole operations, on the host
 
 
 def test_whole_operations_are_entries_of_the_backends_table_and_no_layer_asks_for_the_device():
@@ -74,7 +74,7 @@ def test_every_constructor_on_the_cuda_backend_makes_gpu_storage():
     made["sum"] = made["ones"].sum(1)
     for name, value in made.items():
         assert isinstance(value._tensor._storage, CudaStorage), name
-    assert made["ones"].to_numpy().tolist() == [[1.0] * 3] * 2 and made["sum"].to_numpy().tolist() == [[3.0], [3.0]]
+    assert made["ones"].to_numpy().tolist() == [[1.0] * 3] * 2 and made["sum"].to_numpy().tolist() == [3.0, 3.0]
     np.testing.assert_array_equal(made["rand"].to_numpy(), minitorch.rand((2, 3), seed=0).to_numpy())
 
 
@@ -116,3 +116,44 @@ def test_one_default_backend_that_factories_layers_and_models_follow():
     with pytest.raises(TypeError, match="set_default_backend takes a backend"):
         minitorch.set_default_backend(3)
     assert minitorch.get_default_backend() is SimpleBackend
+
+
+# --- the profiler (60_profiler) listens to every backend's kernels --------------------------------------------
+
+@pytest.mark.parametrize("name", ["simple", "fast", "fused", "cuda"])
+def test_the_profiler_books_ops_backwards_and_kernels_and_puts_everything_back(name):
+    from minitorch.profiler import ACTIVE, profile
+    chosen = backend(name)
+    before = dict(vars(chosen))
+    x = tensor(np.arange(12.0).reshape(3, 4) / 10, backend=chosen)
+    w = tensor(np.ones((4, 2)), backend=chosen, requires_grad=True)
+    with profile() as prof:
+        loss = minitorch.softmax((x @ w).relu(), 1).sum()
+        loss.backward()
+    assert prof.event("MatMul", "op").calls == 1 and prof.event("MatMul", "backward").calls == 1
+    product = prof.event("matrix_multiply", "kernel")
+    assert product.calls == 2 and product.flops == 2 * (2 * 3 * 4 * 2) and product.bytes > 0   # x @ w, and x.T @ grad
+    if name in ("fused", "cuda"):
+        assert prof.event("softmax (whole)", "kernel").calls == 1
+    else:
+        assert prof.event("Exp", "op").calls >= 1   # softmax composed of tensor operations
+    for event in prof.events.values():
+        assert 0 <= event.self_ns <= event.total_ns and event.calls >= 1
+    assert sum(event.self_ns for event in prof.events.values()) <= prof.wall_ns
+    assert dict(vars(chosen)) == before and not ACTIVE and minitorch.Function.apply.__func__.__name__ == "apply"
+    with pytest.raises(ValueError, match="sort_by must be one of"):
+        prof.table(sort_by="time")
+    assert prof.key_averages().table(sort_by="calls", row_limit=3).count("\n") == 4   # header, 3 rows, summary
+
+
+def test_the_profiler_restores_after_an_error_and_refuses_to_nest():
+    from minitorch.profiler import profile
+    apply = minitorch.Function.__dict__["apply"]
+    with pytest.raises(ZeroDivisionError):
+        with profile():
+            1 / 0
+    assert minitorch.Function.__dict__["apply"] is apply
+    with profile():
+        with pytest.raises(RuntimeError, match="do not nest"):
+            with profile():
+                pass

@@ -106,6 +106,31 @@ def test_tensor_storage_is_the_flat_storage_of_its_data():
     assert matrix._storage.tolist() == values.ravel().tolist()
 
 
+@pytest.mark.task("2.7")
+def test_classic_reductions_keep_their_dim_with_keepdim_true():
+    "The classic tests' reductions, spelled with `keepdim=True` (the classic default; here, as in PyTorch, the dim drops)."
+    t = tensor([[2, 3], [4, 6], [5, 7]], dtype=minitorch.float64)   # classic: lists of ints made float64 tensors
+    assert t.sum(0, keepdim=True).is_close(tensor([[11.0, 16.0]])).all().item() == 1.0
+    assert t.sum(1, keepdim=True).is_close(tensor([[5.0], [10.0], [12.0]])).all().item() == 1.0
+    assert t.sum(1).tolist() == [5.0, 10.0, 12.0] and t.sum().tolist() == [27.0]   # everything: shape (1,), as classic
+    q = minitorch.softmax(minitorch.rand((1, 1, 4, 4), seed=0), 3)
+    assert abs(q.sum(dim=3, keepdim=True)[0, 0, 0, 0] - 1.0) < 1e-12   # classic test_softmax's check
+    assert minitorch.max(t, 1, keepdim=True).shape == minitorch.argmax(t, 1, keepdim=True).shape == (3, 1)
+    assert t.mean(0, keepdim=True).shape == t.all(0, keepdim=True).shape == (1, 2)
+
+
+@pytest.mark.task("2.1")
+def test_classic_integer_data_makes_int64_and_asks_for_floats_to_track_gradients():
+    "Classic MiniTorch made float64 of `tensor([1, 2])`; here, as in PyTorch, it is int64, and gradients need floats."
+    assert tensor([0, 1, 2, 3]).dtype == minitorch.int64 and tensor([0, 1, 2, 3], dtype=minitorch.float64).dtype == minitorch.float64
+    with pytest.raises(TypeError, match=r"only float tensors can require gradients.*\(1.0, not 1\)"):
+        tensor([1], requires_grad=True)   # classic test_grad_size
+    a, b = tensor([1.0], requires_grad=True), tensor([[1.0, 1.0]], requires_grad=True)
+    c = (a * b).sum()
+    c.backward()
+    assert c.shape == (1,) and a.grad.shape == a.shape and b.grad.shape == b.shape
+
+
 def classic_conv(input: np.ndarray, weight: np.ndarray) -> np.ndarray:
     "The classic course's convolution in NumPy: each window starts at its output position, zeros past the end."
     spatial = input.ndim - 2

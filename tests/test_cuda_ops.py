@@ -287,9 +287,9 @@ def test_tensors_on_the_backend_keep_their_storage_on_the_gpu():
         zero = x.zeros((2, 2))
     assert (made.to_device_calls, made.to_device_bytes, made.to_host_calls) == (1, 96, 0)  # zeros: a memset
     assert isinstance(x._tensor._storage, CudaStorage) and isinstance(zero._tensor._storage, CudaStorage)
-    ((x * x).sum(1) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()  # every layout now cached on the GPU
+    ((x * x).sum(1, keepdim=True) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()  # every layout now cached on the GPU
     with count_transfers() as computed:
-        result = ((x * x).sum(1) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()
+        result = ((x * x).sum(1, keepdim=True) + x.permute(1, 0).sum(0).view(3, 1)).sigmoid()
     assert (computed.to_host_calls, computed.to_device_calls) == (0, 0)
     assert isinstance(result._tensor._storage, CudaStorage)
     with count_transfers() as read:

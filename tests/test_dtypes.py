@@ -71,10 +71,27 @@ def test_constructors_make_the_dtype_asked_for(backend, dtype):
     assert made[2].sum().item() == 4
 
 
+# data given to `tensor` without a dtype, our dtype and PyTorch's (whose default float is float32, ours float64)
+INFERRED = [([4, 0, 4], int64, "int64"), (7, int64, "int64"), ([[1, -2], [3, 4]], int64, "int64"),
+            ([1.5, 2], float64, "float32"), (2.5, float64, "float32"), ([], float64, "float32"),
+            (np.arange(3), int64, "int64"), (np.arange(3, dtype=np.int32), int64, "int32"),
+            (np.zeros(2, np.uint8), int64, "uint8"), (np.ones(3, np.float32), float32, "float32"),
+            (np.ones(3), float64, "float64")]
+
+
+@with_backends
+@pytest.mark.parametrize("data, ours, theirs", INFERRED, ids=lambda value: repr(value)[:24])
+def test_whole_numbers_make_int64_and_floats_the_default_float(backend, data, ours, theirs):
+    made = tensor(data, backend=backend)
+    assert made.dtype == ours and made.to_numpy().tolist() == np.asarray(data, dtype=ours).reshape(made.shape).tolist()
+    if torch is not None:
+        assert str(torch.tensor(data).dtype) == f"torch.{theirs}"   # the table is PyTorch's, integer widths aside
+
+
 @with_backends
 def test_default_dtype_is_float64_and_float_arrays_keep_theirs(backend):
-    assert tensor([1, 2], backend=backend).dtype == float64 and zeros(2, backend=backend).dtype == float64
-    assert tensor(np.arange(3), backend=backend).dtype == float64  # ints compute as the default float
+    assert tensor([1.0, 2], backend=backend).dtype == float64 and zeros(2, backend=backend).dtype == float64
+    assert tensor([1, 2], backend=backend, dtype=float64).dtype == float64   # classic MiniTorch's float tensor of ints
     assert tensor(np.ones(3, np.float32), backend=backend).dtype == float32
     assert rand(3, backend=backend, dtype=float32, seed=1).dtype == float32
     assert "dtype=float32" in repr(zeros(2, dtype=float32)) and "dtype" not in repr(zeros(2))
@@ -84,6 +101,10 @@ def test_default_dtype_is_float64_and_float_arrays_keep_theirs(backend):
 def test_integer_tensors_refuse_gradients_and_random_values():
     with pytest.raises(TypeError, match="only float tensors can require gradients, this one is int64"):
         tensor([1, 2], dtype=int64, requires_grad=True)
+    with pytest.raises(TypeError, match=r"only float tensors can require gradients.*make it from floats \(1.0, not 1\)"):
+        tensor([1, 2], requires_grad=True)   # as PyTorch: whole numbers make an int64 tensor
+    with pytest.raises(OverflowError, match="too large for int64"):
+        tensor([2 ** 63])
     with pytest.raises(TypeError, match="rand draws fractions"):
         rand(3, dtype=int64)
 
@@ -194,7 +215,7 @@ def test_nan_and_inf_survive_in_float32_too(backend, dtype):
 @float_dtypes
 def test_empty_tensors_of_each_dtype(backend, dtype):
     empty = zeros((0, 3), backend=backend, dtype=dtype)
-    assert (empty + 1).dtype == dtype and (empty + 1).shape == (0, 3) and empty.sum(0).to_numpy().tolist() == [[0, 0, 0]]
+    assert (empty + 1).dtype == dtype and (empty + 1).shape == (0, 3) and empty.sum(0).to_numpy().tolist() == [0, 0, 0]
 
 
 # --- reductions and matrix products ---------------------------------------------------------------------
@@ -207,9 +228,9 @@ def test_reductions_match_torch(backend, dtype, data):
     x = strided(data.draw, backend, dtype)
     dim = data.draw(st.integers(min_value=0, max_value=x.dims - 1))
     reference = torch.tensor(x.to_numpy())
-    for ours, expected in ((x.sum(dim), reference.sum(dim, keepdim=True)),
-                           (x.mean(dim), reference.mean(dim, keepdim=True)),
-                           (nn.max(x, dim), reference.max(dim, keepdim=True).values)):
+    for ours, expected in ((x.sum(dim, keepdim=True), reference.sum(dim, keepdim=True)),
+                           (x.mean(dim, keepdim=True), reference.mean(dim, keepdim=True)),
+                           (nn.max(x, dim, keepdim=True), reference.max(dim, keepdim=True).values)):
         assert ours.dtype == dtype
         np.testing.assert_allclose(ours.to_numpy(), expected.numpy(), **tolerance(dtype))
 

@@ -206,6 +206,7 @@ def test_index_from_another_backend_is_moved(backend):
 
 
 # --- Embedding -------------------------------------------------------------------------------------------------------
+@pytest.mark.task("2.9")
 @pytest.mark.parametrize("dtype_name", sorted(DTYPES))
 def test_embedding_matches_torch(backend, dtype_name):
     torch = pytest.importorskip("torch")

@@ -8,7 +8,7 @@ import pytest
 import minitorch
 from minitorch import float32, int64, tensor
 from minitorch.gpt import GPT, GPTConfig, train_step
-from minitorch.transformer import AdamW, weight_decay_groups
+from minitorch.adam import AdamW, weight_decay_groups
 
 OPERATIONS = {
     "exp": lambda x: x.exp(), "sigmoid": lambda x: x.sigmoid(), "log": lambda x: (x * x + 1).log(),

@@ -69,7 +69,32 @@ def test_dropout_and_initialisers_repeat_after_manual_seed():
     assert (layer(x).tolist(), minitorch.dropout(x, 0.5).tolist(), minitorch.kaiming_uniform((3, 5)).tolist()) == first
 
 
-@pytest.mark.task("5.8")
+@pytest.mark.task("4.5")
+@pytest.mark.parametrize("make", [lambda: minitorch.Linear(4, 3), lambda: minitorch.Conv2d(2, 3, 3),
+                                  lambda: minitorch.Embedding(5, 4), lambda: minitorch.CausalSelfAttention(8, 2),
+                                  lambda: minitorch.Block(8, 2)],
+                         ids=["Linear", "Conv2d", "Embedding", "CausalSelfAttention", "Block"])
+def test_layers_without_a_seed_draw_from_the_shared_generator(make):
+    "As in PyTorch: two layers differ, and the same manual_seed gives the same model; a seed= keeps its own draws."
+    def weights(layer):
+        return [parameter.value.tolist() for parameter in layer.parameters()]
+    manual_seed(3)
+    first, second = weights(make()), weights(make())
+    assert first != second
+    manual_seed(3)
+    assert weights(make()) == first
+
+
+def test_seeded_layers_ignore_the_shared_generator():
+    manual_seed(0)
+    def seeded():
+        return [minitorch.Block(8, 2, seed=4).mlp.proj.weight.value.tolist(), minitorch.Linear(3, 2, seed=4).weight.value.tolist()]
+    first = seeded()
+    manual_seed(1)
+    assert seeded() == first
+
+
+@pytest.mark.task("5.9")
 def test_sampling_repeats_after_manual_seed():
     from minitorch.gpt import sample_next
     logits = np.linspace(-1.0, 1.0, 20)

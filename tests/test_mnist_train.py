@@ -51,12 +51,26 @@ def test_command_trains_and_its_checkpoint_predicts_the_same(tmp_path, model):
     (["--model", "resnet"], "--model: invalid choice: 'resnet'"),
     (["--backend", "tpu"], "--backend: invalid choice: 'tpu'"),
     (["--checkpoint", "/no/such/folder/model.npz"], "--checkpoint: folder '/no/such/folder' does not exist"),
+    (["--checkpoint", "/"], "--checkpoint: '/' is a folder"),
 ])
 def test_bad_options_stop_with_a_message_naming_them(capsys, options, message):
     with pytest.raises(SystemExit) as stopped:
         main(["--dataset", "digits", *options])
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_errors_while_running_end_in_one_line(capsys, monkeypatch):
+    "A failure the user can cause after the options are read (here the backend refusing) is one line, exit 2."
+    import minitorch.mnist_train as program
+
+    def no_gpu(name):
+        raise program.CudaUnavailableError("minitorch's CUDA backend needs a CUDA GPU")
+    monkeypatch.setattr(program, "backend", no_gpu)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--dataset", "digits", "--limit", "40"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error == "python -m minitorch.mnist_train: error: minitorch's CUDA backend needs a CUDA GPU\n"
 
 
 def test_unknown_names_raise_clear_errors():

@@ -92,9 +92,9 @@ def test_pooling(backend, shape, kernel, with_stride):
 @pytest.mark.parametrize("shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
 def test_max_and_argmax_along_a_dim(backend, shape, dim):
     values = distinct(shape, 3)
-    compare(backend, lambda x: minitorch.max(x, dim, keepdim=False), lambda x: torch.max(x, dim)[0], values)
+    compare(backend, lambda x: minitorch.max(x, dim), lambda x: torch.max(x, dim)[0], values)
     expected = torch.argmax(torch.tensor(values), dim).numpy()
-    positions = minitorch.argmax(tensor(values, backend=backend), dim, keepdim=False)
+    positions = minitorch.argmax(tensor(values, backend=backend), dim)
     assert positions.dtype == expected.dtype   # int64, as PyTorch's
     np.testing.assert_array_equal(positions.to_numpy().reshape(expected.shape), expected)
 

@@ -1,9 +1,29 @@
-"""Optimisers: SGD with momentum and Adam step by step against torch.optim, state kept per parameter, bad settings."""
+"""Optimisers: SGD with momentum, Adam and AdamW step by step against torch.optim, state kept per parameter, bad
+settings; the learning-rate schedule and gradient clipping."""
+import math
+
 import numpy as np
 import pytest
 from backends import BACKENDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tensor_strategies import arrays
 
+import minitorch
 from minitorch import SGD, Adam, Parameter, Scalar, tensor
+from minitorch.adam import AdamW, clip_grad_norm_, lr_schedule, weight_decay_groups
+from minitorch.module import Module
+from minitorch.nn import Linear
+from minitorch.tensor_indexing import Embedding
+
+try:
+    import torch
+except ImportError:   # the parity tests skip without PyTorch
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+DTYPES = [pytest.param((minitorch.float64, "float64", 1e-6), id="float64"),
+          pytest.param((minitorch.float32, "float32", 1e-4), id="float32")]
+"Each dtype with its NumPy name and the tolerance of a comparison with PyTorch."
 
 pytestmark = pytest.mark.task("4.6")
 
@@ -35,9 +55,15 @@ def assert_close(ours: np.ndarray, theirs: np.ndarray):
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-12)
 
 
-@pytest.fixture(scope="module")
-def torch():
+@pytest.fixture(scope="module", name="torch")
+def torch_or_skip():
     return pytest.importorskip("torch")
+
+
+def close(actual: minitorch.Tensor, expected: "torch.Tensor", tolerance: float, name: str = "") -> None:
+    "Assert that our tensor and PyTorch's hold the same numbers, to `tolerance` relative and absolute."
+    np.testing.assert_allclose(actual.to_numpy(), expected.detach().numpy(), rtol=tolerance, atol=tolerance,
+                               err_msg=name)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -81,6 +107,44 @@ def test_scalar_parameters_match_torch_step_by_step(torch, ours_class, torch_nam
         ours_optimizer.step()
         theirs_optimizer.step()
         assert_close(np.array([p.value.data for p in ours]), np.array([p.item() for p in theirs]))
+
+
+def tied_model(framework):
+    "An embedding whose table also scores the output (tied weights, as GPT's wte and lm_head), written as PyTorch."
+    nn = framework.nn
+    model = nn.Module()
+    model.embed, model.head = nn.Module(), nn.Module()
+    model.embed.weight = nn.Parameter(framework.tensor(START["weight"].T.copy()))   # 2 rows of 3
+    model.head.weight = model.embed.weight
+    model.gain = nn.Parameter(framework.tensor(START["gain"]))
+    return model
+
+
+def tied_loss(model, ids, targets):
+    "Squared error of the scores (sigmoids) of the embedded ids, by the same table."
+    scores = ((model.embed.weight[ids] * model.gain) @ model.head.weight.T).sigmoid()
+    return ((scores - targets) * (scores - targets)).sum()
+
+
+@pytest.mark.parametrize("ours_class, torch_name, settings", CASES)
+def test_a_tied_model_trains_as_in_torch(torch, ours_class, torch_name, settings):
+    "An optimiser over model.parameters() moves a parameter shared by two layers once per step, as torch's does."
+    import minitorch
+    ours, theirs = tied_model(minitorch), tied_model(torch)
+    assert len(ours.parameters()) == len(list(theirs.parameters())) == 2
+    ours_optimizer = ours_class(ours.parameters(), **settings)
+    theirs_optimizer = getattr(torch.optim, torch_name)(theirs.parameters(), **settings)
+    ids, targets = [1, 0, 1], rng.normal(size=(3, 2))
+    for _ in range(STEPS):
+        ours_optimizer.zero_grad()
+        theirs_optimizer.zero_grad()
+        tied_loss(ours, tensor(ids, dtype=minitorch.int64), tensor(targets)).backward()
+        tied_loss(theirs, torch.tensor(ids), torch.tensor(targets)).backward()
+        ours_optimizer.step()
+        theirs_optimizer.step()
+        assert_close(ours.embed.weight.value.to_numpy(), theirs.embed.weight.detach().numpy())
+        assert_close(ours.gain.value.to_numpy(), theirs.gain.detach().numpy())
+    assert ours.head.weight is ours.embed.weight and np.isfinite(ours.embed.weight.value.to_numpy()).all()
 
 
 def run_with_reordering(optimizer_class, reorder: bool, **settings) -> list[float]:
@@ -157,3 +221,232 @@ def test_zero_grad_set_to_none_as_torch(torch, backend):
     (twin * twin).sum().backward()
     torch.optim.SGD([twin], lr=0.1).zero_grad(set_to_none=False)
     assert twin.grad.tolist() == [[0.0, 0.0]]
+
+
+# --- AdamW ----------------------------------------------------------------------------------------------------
+
+class TwoLayers(Module):
+    "A tiny model with every kind of parameter that weight_decay_groups sorts: Linear weights and biases, an Embedding."
+
+    def __init__(self, backend, dtype):
+        super().__init__()
+        self.embedding = Embedding(5, 4, seed=1, backend=backend, dtype=dtype)
+        self.first = Linear(4, 3, seed=2, backend=backend)
+        self.second = Linear(3, 2, seed=3, backend=backend)
+        for parameter in self.parameters():
+            parameter.update(parameter.value.detach().to(dtype))
+
+    def forward(self, ids):
+        return self.second(self.first(self.embedding(ids)).tanh())
+
+
+def torch_two_layers(model: TwoLayers) -> dict:
+    "PyTorch leaf tensors with the model's parameter values, by name."
+    return {name: torch.tensor(parameter.value.to_numpy(), requires_grad=True)
+            for name, parameter in model.named_parameters()}
+
+
+def torch_forward(weights: dict, ids: np.ndarray) -> "torch.Tensor":
+    "TwoLayers' forward pass written with PyTorch's functions."
+    hidden = weights["embedding.weight"][torch.tensor(ids)] @ weights["first.weight"].T + weights["first.bias"]
+    return hidden.tanh() @ weights["second.weight"].T + weights["second.bias"]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("grouped", [False, True], ids=["one decay", "groups"])
+def test_adamw_against_torch(backend, dtype, grouped):
+    dtype, _, tolerance = dtype
+    model = TwoLayers(backend, dtype)
+    weights = torch_two_layers(model)
+    settings = dict(lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.3)
+    if grouped:
+        groups = weight_decay_groups(model, 0.3)
+        names = {parameter: name for name, parameter in model.named_parameters()}
+        optimizer = AdamW(groups, **settings)
+        reference = torch.optim.AdamW([{"params": [weights[names[parameter]] for parameter in group["params"]],
+                                        "weight_decay": group["weight_decay"]} for group in groups], **settings)
+    else:
+        optimizer = AdamW(model.parameters(), **settings)
+        reference = torch.optim.AdamW(weights.values(), **settings)
+    rng = np.random.default_rng(0)
+    for step in range(4):
+        ids, targets = rng.integers(0, 5, size=(3,)), rng.normal(size=(3, 2))
+        out = model(minitorch.tensor(ids, backend=backend, dtype=minitorch.int64))
+        error = out - minitorch.tensor(targets, backend=backend, dtype=out.dtype)
+        optimizer.zero_grad()
+        (error * error).sum().backward()
+        optimizer.step()
+        reference.zero_grad()
+        ((torch_forward(weights, ids) - torch.tensor(targets, dtype=weights["first.weight"].dtype)) ** 2).sum().backward()
+        reference.step()
+        for name, parameter in model.named_parameters():
+            close(parameter.value, weights[name], tolerance, f"{name} after step {step + 1}")
+
+
+@settings(max_examples=30)
+@given(lr=st.floats(1e-4, 0.5), decay=st.floats(0.0, 2.0), values=st.lists(st.floats(-10, 10), min_size=1, max_size=6))
+def test_adamw_with_a_zero_gradient_only_decays(lr, decay, values):
+    weights = Parameter(minitorch.tensor(values, backend=minitorch.FastBackend))
+    optimizer = AdamW([weights], lr=lr, weight_decay=decay)
+    for _ in range(3):
+        optimizer.zero_grad()
+        (weights.value * 0.0).sum().backward()
+        optimizer.step()
+    np.testing.assert_allclose(weights.value.to_numpy(), np.array(values) * (1 - lr * decay) ** 3, rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_adamw_steps_scalars_and_is_adam_without_decay():
+    from minitorch.scalar import Scalar
+    number = Parameter(Scalar(2.0))
+    optimizer = AdamW([number], lr=0.1, weight_decay=0.5)
+    (number.value * 3.0).backward()
+    optimizer.step()
+    assert math.isclose(number.value.data, 2.0 - 0.1 * 0.5 * 2.0 - 0.1, rel_tol=1e-9)
+    plain, decayed = (Parameter(minitorch.tensor([1.0, -2.0])) for _ in range(2))
+    adam, adamw = minitorch.Adam([plain], lr=0.1), AdamW([decayed], lr=0.1, weight_decay=0.0)
+    for parameter, optimizer in ((plain, adam), (decayed, adamw)):
+        (parameter.value * parameter.value).sum().backward()
+        optimizer.step()
+    np.testing.assert_array_equal(plain.value.to_numpy(), decayed.value.to_numpy())
+
+
+def test_weight_decay_groups_decay_only_linear_weights():
+    model = TwoLayers(minitorch.FastBackend, minitorch.float64)
+    decayed, kept = weight_decay_groups(model, 0.1)
+    assert decayed["weight_decay"] == 0.1 and kept["weight_decay"] == 0.0
+    assert decayed["params"] == [model.first.weight, model.second.weight]
+    assert kept["params"] == [model.embedding.weight, model.first.bias, model.second.bias]
+    optimizer = AdamW(weight_decay_groups(model, 0.1))
+    assert optimizer.weight_decays[model.first.weight] == 0.1 and optimizer.weight_decays[model.first.bias] == 0.0
+    assert len(optimizer.parameters) == len(model.parameters())
+
+
+def test_adamw_errors():
+    weight, other = Parameter(minitorch.tensor([1.0])), Parameter(minitorch.tensor([2.0]))
+    with pytest.raises(TypeError, match="not a mix"):
+        AdamW([weight, {"params": [other]}])
+    with pytest.raises(ValueError, match="keys 'params'"):
+        AdamW([{"params": [weight], "lr": 0.1}])
+    with pytest.raises(ValueError, match="keys 'params'"):
+        AdamW([{"weight_decay": 0.1}])
+    with pytest.raises(ValueError, match="more than one group"):
+        AdamW([{"params": [weight]}, {"params": [weight, other]}])
+    with pytest.raises(ValueError, match="weight_decay must be at least 0"):
+        AdamW([weight], weight_decay=-0.1)
+    with pytest.raises(ValueError, match="Adam needs lr > 0"):
+        AdamW([weight], lr=0.0)
+    groups = AdamW([{"params": iter([weight])}, {"params": [other], "weight_decay": 0.5}], weight_decay=0.2)
+    assert groups.weight_decays == {weight: 0.2, other: 0.5}
+
+
+# --- the schedule ---------------------------------------------------------------------------------------------
+
+@settings(max_examples=50)
+@given(warmup=st.integers(0, 50), decay=st.integers(0, 200), max_lr=st.floats(1e-5, 1.0),
+       floor=st.floats(0.0, 1.0), step=st.integers(0, 400))
+def test_lr_schedule(warmup, decay, max_lr, floor, step):
+    decay_steps, min_lr = warmup + decay, max_lr * floor
+    rate = lr_schedule(step, max_lr, warmup, decay_steps, min_lr)
+    if step < warmup:
+        assert math.isclose(rate, max_lr * (step + 1) / warmup)
+    elif step >= decay_steps:
+        assert rate == min_lr
+    else:
+        done = (step - warmup) / decay
+        assert math.isclose(rate, min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * done)) / 2, rel_tol=1e-12)
+        assert min_lr <= rate <= max_lr
+        assert lr_schedule(step + 1, max_lr, warmup, decay_steps, min_lr) <= rate
+
+
+@needs_torch
+def test_lr_schedule_decay_is_cosine_annealing():
+    warmup, decay_steps, max_lr, min_lr = 10, 60, 0.3, 0.01
+    parameter = torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.SGD([parameter], lr=max_lr)
+    annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=decay_steps - warmup, eta_min=min_lr)
+    for step in range(warmup, decay_steps + 1):
+        assert math.isclose(lr_schedule(step, max_lr, warmup, decay_steps, min_lr), optimizer.param_groups[0]["lr"],
+                            rel_tol=1e-9), step
+        optimizer.step()
+        annealing.step()
+
+
+def test_lr_schedule_ends_and_errors():
+    assert lr_schedule(0, 1.0, 4, 10) == 0.25 and lr_schedule(3, 1.0, 4, 10) == lr_schedule(4, 1.0, 4, 10) == 1.0
+    assert lr_schedule(0, 0.5, 0, 0, 0.1) == 0.1 and lr_schedule(5, 0.5, 5, 5, 0.1) == 0.1
+    for arguments in [(-1, 1.0, 2, 5), (0, 1.0, -1, 5), (0, 1.0, 6, 5), (0, 1.0, 2, 5, 2.0), (0, 1.0, 2, 5, -0.1)]:
+        with pytest.raises(ValueError, match="lr_schedule needs"):
+            lr_schedule(*arguments)
+
+
+# --- clipping -------------------------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=20)
+@given(data=st.data(), shapes=st.lists(st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple), min_size=1,
+                                       max_size=3),
+       max_norm=st.sampled_from([0.0, 0.1, 1.0, 100.0]))
+def test_clip_grad_norm_against_torch(backend, dtype, data, shapes, max_norm):
+    dtype, name, tolerance = dtype
+    gradients = [data.draw(arrays(shape, name)) for shape in shapes]
+    parameters = [Parameter(minitorch.tensor(np.zeros(shape), backend=backend, dtype=dtype)) for shape in shapes]
+    for parameter, gradient in zip(parameters, gradients):
+        parameter.value.grad = minitorch.tensor(gradient, backend=backend, dtype=dtype)
+    parameters.append(Parameter(minitorch.tensor([1.0], backend=backend, dtype=dtype)))   # no gradient: skipped
+    expected = [torch.zeros(shape, dtype=getattr(torch, name), requires_grad=True) for shape in shapes]
+    for reference, gradient in zip(expected, gradients):
+        reference.grad = torch.tensor(gradient)
+    norm = clip_grad_norm_(parameters, max_norm)
+    assert isinstance(norm, minitorch.Tensor) and norm.shape == (1,) and norm.backend is backend
+    norm = norm.item()
+    assert math.isclose(norm, torch.nn.utils.clip_grad_norm_(expected, max_norm).item(), rel_tol=tolerance,
+                        abs_tol=tolerance)
+    for parameter, reference in zip(parameters, expected):
+        close(parameter.value.grad, reference.grad, tolerance)
+    assert parameters[-1].value.grad is None
+
+
+@needs_torch
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(data=st.data(), names=st.lists(st.sampled_from(["float32", "float64"]), min_size=1, max_size=3))
+def test_clip_grad_norm_of_transposed_gradients_of_mixed_dtypes(backend, data, names):
+    "Gradients that are transposed views, in float32 and float64 together: clipped as PyTorch does, each in its dtype."
+    gradients = [data.draw(arrays((2, 3), name)) * 10 for name in names]
+    parameters = [Parameter(minitorch.tensor(np.zeros((3, 2)), backend=backend, dtype=name)) for name in names]
+    for parameter, gradient, name in zip(parameters, gradients, names):
+        parameter.value.grad = minitorch.tensor(gradient, backend=backend, dtype=name).permute(1, 0)
+    expected = [torch.zeros((3, 2), dtype=getattr(torch, name), requires_grad=True) for name in names]
+    for reference, gradient in zip(expected, gradients):
+        reference.grad = torch.tensor(gradient).T
+    norm = clip_grad_norm_(parameters, 1.0).item()
+    assert math.isclose(norm, torch.nn.utils.clip_grad_norm_(expected, 1.0).item(), rel_tol=1e-5)
+    for parameter, reference, name in zip(parameters, expected, names):
+        assert parameter.value.grad.shape == (3, 2) and str(parameter.value.grad.dtype) == name
+        close(parameter.value.grad, reference.grad, 1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("special", [math.inf, math.nan])
+def test_clip_grad_norm_of_a_non_finite_gradient_as_torch(special):
+    gradient = np.array([1.0, special, -2.0])
+    parameter = Parameter(minitorch.tensor([0.0, 0.0, 0.0]))
+    parameter.value.grad = minitorch.tensor(gradient)
+    expected = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    expected.grad = torch.tensor(gradient)
+    norm, expected_norm = clip_grad_norm_([parameter], 1.0).item(), torch.nn.utils.clip_grad_norm_([expected], 1.0).item()
+    assert (math.isnan(norm) and math.isnan(expected_norm)) or norm == expected_norm
+    np.testing.assert_array_equal(parameter.value.grad.to_numpy(), expected.grad.numpy())
+
+
+def test_clip_grad_norm_without_gradients_and_errors():
+    parameter = Parameter(minitorch.tensor([1.0, 2.0]))
+    assert clip_grad_norm_([parameter], 1.0).item() == 0.0 and clip_grad_norm_([], 1.0).item() == 0.0
+    with pytest.raises(ValueError, match="max_norm must be at least 0"):
+        clip_grad_norm_([parameter], -1.0)
+    with pytest.raises(ValueError, match="max_norm must be at least 0"):
+        clip_grad_norm_([parameter], math.nan)

@@ -81,3 +81,32 @@ def test_scalar_parameters_take_numbers_and_zero_dim_arrays():
     line = Line()
     line.load_state_dict({"slope": np.array(2.5), "offset": Scalar(-1.0)})
     assert isinstance(line.slope.value, Scalar) and line.slope.value.data == 2.5 and line.offset.value.data == -1.0
+
+
+def tied(fill: float = 0.0) -> Model:
+    "A Model whose second block's weight is its first block's (tied weights), its bias as it was."
+    model = Model(fill=fill, hidden=2)
+    model.second.weight = model.first.weight
+    return model
+
+
+def test_a_tied_parameter_is_stored_under_both_names_as_torch():
+    "named_parameters() lists a shared parameter once; state_dict keeps each of its names, as torch's does."
+    model = tied(fill=1.5)
+    assert [name for name, _ in model.named_parameters()] == ["first.weight", "first.bias", "second.bias"]
+    state = model.state_dict()
+    assert list(state) == ["first.weight", "first.bias", "second.weight", "second.bias"]
+    assert state["second.weight"].to_numpy().tolist() == state["first.weight"].to_numpy().tolist()
+    untied = Model(hidden=2)
+    untied.second.weight = Parameter(tensor(np.zeros((2, 2))))
+    untied.load_state_dict(state)                        # both names load, into a model that does not tie them
+    assert untied.second.weight.value.to_numpy().tolist() == [[1.5, 1.5]] * 2
+    again = tied()
+    again.load_state_dict(state)                         # and into one that does: one parameter, loaded twice
+    assert again.second.weight is again.first.weight and again.first.weight.value.to_numpy().tolist() == [[1.5] * 2] * 2
+    torch = pytest.importorskip("torch")
+    twin = torch.nn.Module()
+    twin.first, twin.second = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    twin.second.weight = twin.first.weight
+    assert [name for name, _ in twin.named_parameters()] == ["first.weight", "first.bias", "second.bias"]
+    assert list(twin.state_dict()) == list(state)

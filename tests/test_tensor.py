@@ -53,8 +53,8 @@ def test_reductions(backend, case, data):
     if case.name == "mean_full_red":
         expected = np.array([case.reference(list(array.ravel()))])
     else:
-        expected = np.apply_along_axis(lambda line: case.reference(list(line)), 0, array)[None]
-    np.testing.assert_allclose(case.variable(value).to_numpy(), expected, rtol=1e-9, atol=1e-9)
+        expected = np.apply_along_axis(lambda line: case.reference(list(line)), 0, array)   # dim 0 dropped
+    np.testing.assert_allclose(case.variable(value).to_numpy(), expected.reshape(expected.shape or (1,)), rtol=1e-9, atol=1e-9)
     grad_check(case.variable, value)
 
 
@@ -64,11 +64,11 @@ def test_sum_and_mean_over_any_dim(backend, data):
     value = data.draw(tensors(backend))
     dim = data.draw(st.integers(min_value=-value.dims, max_value=value.dims - 1))
     array = value.to_numpy()
-    np.testing.assert_allclose(value.sum(dim).to_numpy(), array.sum(dim, keepdims=True), atol=1e-9)
-    dropped = value.mean(dim, keepdim=False)
+    np.testing.assert_allclose(value.sum(dim, keepdim=True).to_numpy(), array.sum(dim, keepdims=True), atol=1e-9)
+    dropped = value.mean(dim)
     expected = array.mean(dim)
     np.testing.assert_allclose(dropped.to_numpy(), expected.reshape(expected.shape or (1,)), atol=1e-9)
-    grad_check(lambda x: x.mean(dim, keepdim=False).sum() * x.sum(dim), value)
+    grad_check(lambda x: x.mean(dim).sum() * x.sum(dim, keepdim=True), value)
 
 
 @settings(max_examples=25)
@@ -106,7 +106,7 @@ def test_comparisons_all_and_is_close(backend, data):
     assert (a < b).dtype == (a == b).dtype == a.is_close(b).dtype == (a < b).all().dtype == minitorch.bool
     assert (a == a).all().item() is True and a.is_close(a + 1e-3).all().item() is True
     assert a.is_close(a + 1.0).all().item() is False and (a < b).sum().item() == np.sum(a.to_numpy() < b.to_numpy())
-    np.testing.assert_array_equal((a < b).all(0).to_numpy(), np.all(a.to_numpy() < b.to_numpy(), 0, keepdims=True))
+    np.testing.assert_array_equal((a < b).all(0, keepdim=True).to_numpy(), np.all(a.to_numpy() < b.to_numpy(), 0, keepdims=True))
 
 
 def test_gradients_accumulate_and_reset(backend):

@@ -108,15 +108,25 @@ def test_view_with_a_wrong_minus_one(backend):
         rand((2, 3, 2, 2), backend=backend) @ rand((4, 3, 2, 2), backend=backend)
 
 
-@pytest.mark.parametrize("make", ["zeros", "ones", "rand", "randn", "tensor", "arange", "randint"])
-def test_a_size_where_the_backend_goes_is_named(backend, make):
-    "PyTorch's `zeros(2, 3)` passes 3 where classic MiniTorch's signature takes the backend: the error says so."
+@pytest.mark.parametrize("make", ["zeros", "ones", "rand", "randn"])
+def test_sizes_as_separate_arguments_or_one_tuple(backend, make):
+    "PyTorch's `zeros(2, 3)` and `zeros((2, 3))`, and classic MiniTorch's `zeros((2, 3), backend)`, all work."
     import minitorch
-    first = {"tensor": [1.0], "arange": 0, "randint": 0}.get(make, 2)
-    arguments = {"arange": (0, 4, 1, 3), "randint": (0, 4, (2,), 3)}.get(make, (first, 3))
-    with pytest.raises(TypeError, match=r"backend must be a TensorBackend .* got 3: a shape of several sizes is one tuple"):
+    factory = getattr(minitorch, make)
+    assert factory(2, 3).shape == factory((2, 3)).shape == factory([2, 3]).shape == (2, 3) and factory(4).shape == (4,)
+    assert factory((2, 3), backend).backend is backend and factory(2, 3, backend=backend).backend is backend
+    assert factory(2, backend="fast").backend is minitorch.FastBackend   # a name is one
+    with pytest.raises(ValueError, match=r"no backend called 'gpu': the backends are 'simple', 'fast'"):
+        factory(2, backend="gpu")
+
+
+@pytest.mark.parametrize("make", ["tensor", "arange", "randint"])
+def test_a_number_where_the_backend_goes_is_named(backend, make):
+    import minitorch
+    arguments = {"tensor": ([1.0], 3), "arange": (0, 4, 1, 3), "randint": (0, 4, (2,), 3)}[make]
+    with pytest.raises(TypeError, match=r"backend must be a TensorBackend .* got 3"):
         getattr(minitorch, make)(*arguments)
-    assert getattr(minitorch, make)(*arguments[:-1], backend="fast").backend is minitorch.FastBackend  # a name is one
+    assert getattr(minitorch, make)(*arguments[:-1], backend="fast").backend is minitorch.FastBackend
     with pytest.raises(ValueError, match=r"no backend called 'gpu': the backends are 'simple', 'fast'"):
         getattr(minitorch, make)(*arguments[:-1], backend="gpu")
     assert getattr(minitorch, make)(*arguments[:-1], backend=backend).backend is backend

@@ -68,6 +68,7 @@ def cat_cases(draw):
     return parts, dim, draw(st.lists(st.booleans(), min_size=count, max_size=count))
 
 
+@pytest.mark.task("2.9")
 @given(cat_cases(), st.integers(0, 2**16))
 def test_cat_matches_numpy_and_torch(backend, case, seed):
     parts, dim, sliced = case

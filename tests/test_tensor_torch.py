@@ -44,6 +44,11 @@ REDUCE = {
     "sum": lambda v, dim: v.sum(dim, keepdim=True),
     "mean": lambda v, dim: v.mean(dim, keepdim=True),
     "cumsum": lambda v, dim: v.cumsum(dim),
+    # the defaults, PyTorch's keepdim=False: the dim dropped (kept when it is the last one: (1,) here, () in torch)
+    "sum, dim dropped": lambda v, dim: v.sum(dim, keepdim=len(v.shape) == 1),
+    "mean, dim dropped": lambda v, dim: v.mean(dim, keepdim=len(v.shape) == 1),
+    "var, dim dropped": lambda v, dim: v.var(dim, correction=0, keepdim=len(v.shape) == 1),
+    "sum, NumPy's keepdims": lambda v, dim: v.sum(dim, keepdims=True),
 }
 
 
@@ -109,6 +114,7 @@ def test_random_expressions_with_broadcasting_and_permuted_inputs(backend, data)
     (x_leaf, x_torch_leaf, x, x_torch), (y_leaf, y_torch_leaf, y, y_torch) = leaves
     program = data.draw(programs())
     ours, theirs = run(program, x, y), run(program, x_torch, y_torch)
+    assert ours.shape == tuple(theirs.shape), program
     close(ours, theirs)
     grad_values = np.random.default_rng(len(program)).normal(size=theirs.shape)
     ours.backward(tensor(grad_values, backend=backend))
@@ -214,3 +220,22 @@ def test_reshape_transpose_and_view_with_minus_one(backend, data):
     ours_out.backward(tensor(weights, backend=backend))
     theirs_out.backward(torch.tensor(weights))
     close(ours.grad, theirs.grad)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_whole_numbers_make_int64_tensors_that_promote_as_torch(backend, data):
+    "`tensor` of Python ints is int64, as torch's; with a float or divided it is a float (ours float64, torch's float32)."
+    shape = tuple(data.draw(st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=3)))
+    values = np.array(data.draw(st.lists(st.integers(-9, 9), min_size=math.prod(shape), max_size=math.prod(shape))))
+    ours, theirs = tensor(values.reshape(shape).tolist(), backend=backend), torch.tensor(values.reshape(shape).tolist())
+    assert ours.dtype.name == "int64" and theirs.dtype == torch.int64
+    dim = data.draw(st.integers(min_value=-len(shape), max_value=len(shape) - 1))
+    keepdim = data.draw(st.booleans()) or len(shape) == 1
+    for name, fn in {"add 1": lambda v: v + 1, "times 0.5": lambda v: v * 0.5, "divided": lambda v: v / (v * v + 1),
+                     "sum": lambda v: v.sum(dim, keepdim=keepdim), "scaled sum": lambda v: (v * 0.25).sum(dim, keepdim=keepdim),
+                     "maximum": lambda v: v.max(dim, keepdim=keepdim).values}.items():
+        mine, expected = fn(ours), fn(theirs)
+        assert mine.dtype.name == ("float64" if expected.dtype.is_floating_point else "int64"), (name, expected.dtype)
+        assert mine.shape == tuple(expected.shape), name
+        np.testing.assert_allclose(mine.to_numpy(), expected.double().numpy(), rtol=1e-6, err_msg=name)

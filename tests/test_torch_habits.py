@@ -255,3 +255,33 @@ def test_logsumexp_as_torch(backend, shape, dtype, permuted, keepdim, special, d
     if np.isfinite(values).all():
         backward_both(backend, ours, expected, seed + 1)
         np.testing.assert_allclose(leaf.grad.to_numpy(), their_leaf.grad.numpy(), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.task("2.7")
+def test_reductions_drop_their_dim_by_default_as_torch(backend):
+    "Issue 46's silent difference: `x.sum(1) - y` is (3,) - (3,) here too, and no reduction keeps its dim unasked."
+    x, y = np.arange(6.0).reshape(3, 2), np.array([1.0, 2.0, 3.0])
+    ours = ((tensor(x, backend=backend).sum(1) - tensor(y, backend=backend)) ** 2).mean()
+    assert ours.item() == ((torch.tensor(x).sum(1) - torch.tensor(y)) ** 2).mean().item() == 15.0
+    kept = ((tensor(x, backend=backend).sum(1, keepdim=True) - tensor(y, backend=backend)) ** 2).mean()
+    assert abs(kept.item() - 183 / 9) < 1e-12   # the classic default: (3, 1) - (3,) is a (3, 3) table, no error
+    values = tensor(x, backend=backend)
+    for name, reduced in {"sum": values.sum(1), "mean": values.mean(1), "var": values.var(1), "std": values.std(1),
+                          "all": values.all(1), "any": values.any(1), "max": minitorch.max(values, 1),
+                          "argmax": minitorch.argmax(values, 1), "method max": values.max(1).values,
+                          "method argmax": values.argmax(1), "logsumexp": values.logsumexp(1)}.items():
+        assert reduced.shape == (3,), name
+    assert values.sum(1, keepdim=True).shape == values.sum(1, keepdims=True).shape == (3, 1)   # NumPy's spelling too
+    assert values.mean(keepdim=True).shape == (1, 1) and values.sum().shape == (1,)   # everything: (1,), torch's ()
+
+
+def test_keepdim_is_a_bool_given_once(backend):
+    "Positional mistakes that PyTorch refuses are refused here, rather than read as keepdim."
+    values = tensor(np.ones((2, 3)), backend=backend)
+    with pytest.raises(TypeError, match=r"keepdim must be True or False, got 0: several dims are one tuple"):
+        values.sum(1, 0)
+    with pytest.raises(TypeError, match="got both keepdim and keepdims"):
+        values.mean(1, keepdim=True, keepdims=True)
+    with pytest.raises(TypeError):
+        values.var(1, True)   # torch: unbiased=True; here correction and keepdim are keywords
+    assert values.std(1, correction=0, keepdim=True).shape == (2, 1)

@@ -93,7 +93,7 @@ def test_operations_on_views_match_numpy(backend, case):
     np.testing.assert_allclose((view * 2.0 + view.exp()).to_numpy(), expected * 2.0 + np.exp(expected))
     np.testing.assert_allclose((view + tensor(expected, backend=backend)).to_numpy(), 2 * expected)
     for dim in range(view.dims):
-        np.testing.assert_allclose(view.sum(dim).to_numpy(), expected.sum(axis=dim, keepdims=True), atol=1e-12)
+        np.testing.assert_allclose(view.sum(dim, keepdim=True).to_numpy(), expected.sum(axis=dim, keepdims=True), atol=1e-12)
     order = tuple(reversed(range(view.dims)))
     np.testing.assert_array_equal(view.permute(*order).to_numpy(), expected.transpose(order))
     copy = view.contiguous()

@@ -95,7 +95,7 @@ def gpt_case(minitorch: Any, backend: Any, sizes: dict[str, Any], batch: int) ->
     "One float32 training step of chapter 5's GPT (AdamW, clipping; the loss read back) on `backend`."
     from minitorch.gpt import GPT, GPTConfig, parameter_count, train_step
     config = GPTConfig(**sizes)
-    from minitorch.transformer import AdamW, weight_decay_groups
+    from minitorch.adam import AdamW, weight_decay_groups
     model = GPT(config, seed=0, backend=backend, dtype=minitorch.float32)
     optimizer = AdamW(weight_decay_groups(model, 0.1), lr=1e-4, betas=(0.9, 0.99))
     ids, targets = (minitorch.tensor(values, backend=backend, dtype=minitorch.int64)

@@ -481,7 +481,7 @@ def gpt_step_row() -> Row:
     import tempfile
     from pathlib import Path
     from minitorch.gpt import GPT, GPTConfig, train_step
-    from minitorch.transformer import AdamW, weight_decay_groups
+    from minitorch.adam import AdamW, weight_decay_groups
     config = GPTConfig(vocab_size=84)
     model = GPT(config, backend="fused", dtype=minitorch.float32)  # as `python -m minitorch.gpt` trains
     optimizer = AdamW(weight_decay_groups(model, 0.1), lr=1e-4, betas=(0.9, 0.99))

@@ -36,7 +36,7 @@ def torch_training(threads: int, steps: int, eval_every: int) -> None:
     import test_gpt
     from minitorch.gpt import GPT, GPTConfig, Schedule
     from minitorch.text import Vocabulary, shakespeare_plays, split_plays
-    from minitorch.transformer import lr_schedule, weight_decay_groups
+    from minitorch.adam import lr_schedule, weight_decay_groups
 
     plays = shakespeare_plays()
     train_plays, valid_plays = split_plays(plays)
