@@ -24,7 +24,7 @@ from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage
                                    UserIndex, UserShape, UserStrides, as_dtype, bool_, broadcast_index, float32,
                                    float64, index_to_position, int64, result_dtype, shape_broadcast,
                                    strides_from_shape, to_index)
-from .tensor_ops import (HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend,
+from .tensor_ops import (HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend, device,
                                   get_default_backend, set_default_backend)
 from .tensor import (History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
                               randint, randn, tensor, zeros, zeros_like)
@@ -81,7 +81,7 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "strides_from_shape", "to_index", "Index", "Shape", "Strides", "OutIndex", "Storage", "UserIndex",
            "UserShape", "UserStrides", "float64", "float32", "int64", "bool_", "DTYPES", "as_dtype", "result_dtype",
            "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
-           "SimpleBackend", "backend", "set_default_backend", "get_default_backend",
+           "SimpleBackend", "backend", "device", "set_default_backend", "get_default_backend",
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
            "linspace", "randint", "multinomial", "manual_seed",
            "Function", "Neg", "Inv", "Add", "Sub", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",

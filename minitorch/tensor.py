@@ -20,7 +20,7 @@ import numpy as np
 from .autodiff import Context, backpropagate
 from .tensor_data import (DTYPES, DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64,
                                    is_floating, shape_broadcast)
-from .tensor_ops import TensorBackend, chosen_backend
+from .tensor_ops import TensorBackend, chosen_backend, device
 
 # %% ../nbs/22_tensor.ipynb #b81d4f2e
 def checked_dim(dim: int, dims: int, call: str) -> int:
@@ -143,6 +143,11 @@ class Tensor:
     def is_cuda(self) -> bool:
         "Whether the values live in GPU memory (a `DeviceStorage`, chapter 3), as `torch.Tensor.is_cuda`."
         return isinstance(self._tensor._storage, DeviceStorage)
+
+    @property
+    def device(self) -> device:
+        "Where the values live, as `torch.Tensor.device`: `device(type='cpu')` or `'cuda'`, with this tensor's backend."
+        return device(self.backend)
 
     @property
     def _storage(self) -> np.ndarray:
@@ -399,9 +404,9 @@ def _inferred_dtype(values: np.ndarray) -> np.dtype:
 
 
 def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad: bool = False,
-           dtype: Any = None) -> Tensor:
+           dtype: Any = None, device: object = None) -> Tensor:
     "A tensor holding a copy of `data` (a number, nested lists of numbers, a NumPy array) as `dtype`."
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     if isinstance(data, np.ndarray):
         if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
             raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}: it must be numeric")
@@ -418,17 +423,17 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
 
 
 def zeros(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-          dtype: Any = float64) -> Tensor:
+          dtype: Any = float64, device: object = None) -> Tensor:
     "A tensor of shape `size` (`zeros(2, 3)` or `zeros((2, 3))`) filled with 0."
     shape, backend = sized(size, backend)
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
 
 
 def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend | str | None = None,
-         requires_grad: bool = False, dtype: Any = float64) -> Tensor:
+         requires_grad: bool = False, dtype: Any = float64, device: object = None) -> Tensor:
     "A tensor of `shape` filled with `fill_value`, a number that `dtype` holds exactly."
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     shape, dtype = _as_shape(shape), as_dtype(dtype)
     if not isinstance(fill_value, numbers.Real):
         raise TypeError(f"fill_value must be a number, got {fill_value!r} of type {type(fill_value).__name__}")
@@ -438,10 +443,10 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend |
 
 
 def ones(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-         dtype: Any = float64) -> Tensor:
+         dtype: Any = float64, device: object = None) -> Tensor:
     "A tensor of shape `size` (`ones(2, 3)` or `ones((2, 3))`) filled with 1."
     shape, backend = sized(size, backend)
-    return full(shape, 1, chosen_backend(backend), requires_grad, dtype)
+    return full(shape, 1, chosen_backend(backend if device is None else device), requires_grad, dtype)
 
 
 def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | Sequence[int], backend: TensorBackend,
@@ -455,10 +460,10 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
 
 
 def rand(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-         seed: Seed = None, dtype: Any = float64) -> Tensor:
+         seed: Seed = None, dtype: Any = float64, device: object = None) -> Tensor:
     "A tensor of shape `size` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
     shape, backend = sized(size, backend)
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
 
 # %% ../nbs/22_tensor.ipynb #a5a77a02
@@ -473,22 +478,22 @@ def from_array(values: np.ndarray, like: Tensor) -> Tensor:
     return Tensor(TensorData(storage, values.shape, validate=False), backend=like.backend)  # agree: NumPy's own
 
 # %% ../nbs/22_tensor.ipynb #c56f68dd
-def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    "Zeros shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.zeros_like`)."
-    return zeros(input.shape, backend=input.backend, requires_grad=requires_grad,
+def zeros_like(input: Tensor, dtype: Any = None, requires_grad: bool = False, device: object = None) -> Tensor:
+    "Zeros shaped like `input`, on its backend and in its dtype unless given (as `torch.zeros_like`)."
+    return zeros(input.shape, backend=input.backend if device is None else device, requires_grad=requires_grad,
                  dtype=input.dtype if dtype is None else dtype)
 
 
-def ones_like(input: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    "Ones shaped like `input`, on its backend and in its dtype unless `dtype` is given (as `torch.ones_like`)."
-    return ones(input.shape, backend=input.backend, requires_grad=requires_grad,
+def ones_like(input: Tensor, dtype: Any = None, requires_grad: bool = False, device: object = None) -> Tensor:
+    "Ones shaped like `input`, on its backend and in its dtype unless given (as `torch.ones_like`)."
+    return ones(input.shape, backend=input.backend if device is None else device, requires_grad=requires_grad,
                 dtype=input.dtype if dtype is None else dtype)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, backend: TensorBackend | str | None = None,
-           requires_grad: bool = False, dtype: Any = None) -> Tensor:
+           requires_grad: bool = False, dtype: Any = None, device: object = None) -> Tensor:
     "`start`, `start + step`, ... up to but not including `end` (`arange(n)`: 0 to n - 1), as `torch.arange`."
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     if end is None:
         start, end = 0, start
     numbers_given = (start, end, step)
@@ -505,9 +510,9 @@ def arange(start: float, end: float | None = None, step: float = 1, backend: Ten
 
 
 def linspace(start: float, end: float, steps: int, backend: TensorBackend | str | None = None,
-             requires_grad: bool = False, dtype: Any = float64) -> Tensor:
+             requires_grad: bool = False, dtype: Any = float64, device: object = None) -> Tensor:
     "`steps` evenly spaced numbers from `start` to `end`, both included, as `torch.linspace`."
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     if not all(isinstance(number, numbers.Real) and math.isfinite(number) for number in (start, end)):
         raise ValueError(f"linspace needs finite numbers, got start={start!r}, end={end!r}")
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
@@ -517,18 +522,19 @@ def linspace(start: float, end: float, steps: int, backend: TensorBackend | str 
 
 
 def randn(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-          seed: Seed = None, dtype: Any = float64) -> Tensor:
+          seed: Seed = None, dtype: Any = float64, device: object = None) -> Tensor:
     "A tensor of shape `size` drawn from the standard normal distribution; the same `seed` gives the same values."
     shape, backend = sized(size, backend)
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
                   "randn draws real numbers")
 
 # %% ../nbs/22_tensor.ipynb #7b2f4c8e
 def randint(low: int, high: int | Sequence[int] | None = None, size: int | Sequence[int] | None = None,
-            backend: TensorBackend | str | None = None, seed: Seed = None, dtype: Any = int64) -> Tensor:
+            backend: TensorBackend | str | None = None, seed: Seed = None, dtype: Any = int64,
+            device: object = None) -> Tensor:
     "Whole numbers drawn uniformly from `low` up to, not including, `high` (`randint(high, size)`: from 0)."
-    backend = chosen_backend(backend)
+    backend = chosen_backend(backend if device is None else device)
     if size is None:   # randint(high, size) or randint(high, size=size)
         low, high, size = 0, low, high
     if not all(isinstance(number, numbers.Integral) and not isinstance(number, bool) for number in (low, high)) \

@@ -6,9 +6,10 @@
 __all__ = ['ELEMENTWISE', 'Sqrt', 'Abs', 'GradMode', 'no_grad', 'Function', 'Neg', 'Inv', 'Add', 'Sub', 'Mul', 'number_dtype',
            'mark_changed_in_place', 'Sigmoid', 'ReLU', 'Log', 'Exp', 'float_sqrt', 'sqrt_back', 'elementwise',
            'absolute', 'abs_back', 'power', 'power_base_back', 'power_exponent_back', 'power_kernels', 'Pow',
-           'bool_output', 'LT', 'EQ', 'IsClose', 'Cast', 'Permute', 'view_strides', 'View', 'Copy', 'inferred_shape',
-           'GetItem', 'basic_index', 'basic_assign', 'Sum', 'All', 'CumSum', 'cumsum', 'Expand', 'batch_of_matrices',
-           'matrix_product', 'lies_transposed', 'product_laid_out_as', 'MatMul', 'grad_check']
+           'bool_output', 'LT', 'EQ', 'IsClose', 'Cast', 'moved', 'Move', 'is_place', 'Permute', 'view_strides', 'View',
+           'Copy', 'inferred_shape', 'GetItem', 'basic_index', 'basic_assign', 'Sum', 'All', 'CumSum', 'cumsum',
+           'Expand', 'batch_of_matrices', 'matrix_product', 'lies_transposed', 'product_laid_out_as', 'MatMul',
+           'grad_check']
 
 # %% ../nbs/23_tensor_functions.ipynb #9ed4dba7
 import contextlib
@@ -28,7 +29,7 @@ from .derivatives import central_difference
 from .module import Module, Parameter
 from .tensor import (INDEX_READERS, INDEX_WRITERS, STORAGE_VERSIONS, History, Tensor, full, saved_versions,
                               tensor)
-from .tensor_ops import TensorBackend, floating_map, unset_output
+from .tensor_ops import BACKENDS, TensorBackend, chosen_backend, device, floating_map, unset_output
 from .tensor_data import (IndexingError, TensorData, as_dtype, bool_, checked_shape, float32, float64,
                                    index_view, int64, is_floating, shape_broadcast, strides_from_shape)
 
@@ -672,11 +673,59 @@ class Cast(Function):
         return grad_output
 
 
+def moved(a: "Tensor", backend: TensorBackend) -> "Tensor":
+    "A copy of `a`'s values, in its dtype, on `backend` (through the host: one copy out, one in)."
+    return tensor(a.to_numpy(), backend=backend, dtype=a.dtype)
+
+
+class Move(Function):
+    "The values copied to another backend (another device); the gradient is copied back to the input's."
+
+    @staticmethod
+    def forward(ctx: Context, a: "Tensor", backend: TensorBackend) -> "Tensor":
+        ctx.save_for_backward(a.backend)
+        return moved(a, backend)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: "Tensor") -> "Tensor":
+        (source,) = ctx.saved_values
+        return moved(grad_output, source)
+
+
+def is_place(value: Any) -> bool:
+    "Whether `value` names where tensors live (a backend, a device, or a name such as 'cpu', 'cuda', 'fast')."
+    return isinstance(value, (TensorBackend, device)) or (isinstance(value, str) and (
+        value in BACKENDS or value == "cpu" or value.startswith("cuda:")))
+
+
 @patch
-def to(self: Tensor, dtype: Any) -> Tensor:
-    "This tensor in `dtype` (`minitorch.float32`, `\"float64\"`, ...): itself if it has that dtype, else a copy."
-    dtype = as_dtype(dtype)
-    return self if dtype == self.dtype else Cast.apply(self, dtype=dtype)
+def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    "This tensor in `dtype` and on `device`, as `torch.Tensor.to` (`to(dtype)`, `to(device)`, both, `to(other)`)."
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype, device = arg.dtype, arg.backend
+        elif is_place(arg):
+            device = arg
+        else:
+            dtype = as_dtype(arg)   # a positional None or unknown name is refused here, with the dtypes listed
+    out = self
+    if device is not None and chosen_backend(device) is not self.backend:
+        out = Move.apply(out, backend=chosen_backend(device))
+    if dtype is not None and as_dtype(dtype) != out.dtype:
+        out = Cast.apply(out, dtype=as_dtype(dtype))
+    return out
+
+
+@patch
+def cpu(self: Tensor) -> Tensor:
+    "This tensor on the host (itself if it is there), as `torch.Tensor.cpu`."
+    return self if not self.is_cuda else self.to("cpu")
+
+
+@patch
+def cuda(self: Tensor) -> Tensor:
+    "This tensor on the CUDA backend, as `torch.Tensor.cuda`."
+    return self.to("cuda")
 
 
 @patch
@@ -704,8 +753,17 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 @patch
-def to(self: Module, dtype: Any) -> Module:
-    "This module with every floating-point tensor parameter (and its gradient) and buffer converted to `dtype`, in place."
+def to(self: Module, *args: Any, dtype: Any = None, device: Any = None) -> Module:
+    "This module with its tensor parameters (and gradients) and buffers on `device` and in `dtype`, in place."
+    for arg in args:
+        if is_place(arg):
+            device = arg
+        else:
+            dtype = as_dtype(arg)
+    if device is not None:
+        self._move(chosen_backend(device))
+    if dtype is None:
+        return self
     dtype = as_dtype(dtype)
     if not is_floating(dtype):
         raise TypeError(f"module.to({dtype}): a model's parameters convert to float32 or float64 only")
@@ -720,6 +778,21 @@ def to(self: Module, dtype: Any) -> Module:
             if isinstance(value, Tensor) and is_floating(value.dtype) and value.dtype != dtype:
                 module._buffers[name] = value.to(dtype)
     return self
+
+
+@patch
+def _move(self: Module, target: TensorBackend) -> None:
+    "Every tensor parameter (with its gradient) and buffer of the tree copied to `target`, in place."
+    for parameter in self.parameters():
+        value = parameter.value
+        if isinstance(value, Tensor) and value.backend is not target:
+            parameter.update(moved(value.detach(), target))
+            if value.grad is not None:
+                parameter.value.grad = moved(value.grad, target)
+    for module in [self, *self.modules()]:
+        for name, value in module._buffers.items():
+            if isinstance(value, Tensor) and value.backend is not target:
+                module._buffers[name] = moved(value, target)
 
 
 @patch

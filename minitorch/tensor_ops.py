@@ -9,7 +9,7 @@ __all__ = ['MapKernel', 'ZipKernel', 'ReduceKernel', 'ScanKernel', 'IndexStorage
            'map_output', 'zip_output', 'reduce_output', 'matrix_multiply_output', 'batched', 'kernel_arrays',
            'index_bounds', 'checked_index', 'gather_output', 'scatter_add_output', 'TensorOps', 'KernelOps',
            'SimpleOps', 'floating_map', 'TensorBackend', 'backend', 'set_default_backend', 'get_default_backend',
-           'chosen_backend']
+           'device', 'chosen_backend']
 
 # %% ../nbs/21_tensor_ops.ipynb #5d779c3e
 import math
@@ -649,8 +649,38 @@ def get_default_backend() -> TensorBackend:
     return DEFAULT_BACKEND[0]
 
 
-def chosen_backend(given: TensorBackend | str | None) -> TensorBackend:
-    "`given` itself, the backend of that name, or the default backend when `given` is None."
+class device:
+    "Where tensors live, as `torch.device`: its `type`, 'cpu' or 'cuda', and the backend that computes there."
+
+    def __init__(self, where: "str | TensorBackend | device"):
+        self.backend = chosen_backend(where)
+        self.type = "cpu" if self.backend.storage is HostStorage else "cuda"
+
+    def __eq__(self, other: object) -> bool:
+        "Equal to a device of the same type, or to its type's name ('cpu', 'cuda'), as PyTorch's."
+        if isinstance(other, str):
+            return self.type == other.split(":")[0]
+        return isinstance(other, device) and other.type == self.type
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+    def __str__(self) -> str:
+        return self.type
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')"
+
+
+def chosen_backend(given: "TensorBackend | str | device | None") -> TensorBackend:
+    """`given` itself, the backend of a name or of a device (PyTorch's 'cpu': the default backend if it is on the
+    host, else the simple one; 'cuda' or 'cuda:0': the CUDA backend), or the default backend when `given` is None."""
     if given is None:
         return DEFAULT_BACKEND[0]
+    if isinstance(given, device):
+        return given.backend
+    if given == "cpu":
+        return DEFAULT_BACKEND[0] if DEFAULT_BACKEND[0].storage is HostStorage else SimpleBackend
+    if isinstance(given, str) and given.startswith("cuda:"):
+        given = "cuda"
     return backend(given) if isinstance(given, str) else given

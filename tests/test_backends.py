@@ -157,3 +157,36 @@ def test_the_profiler_restores_after_an_error_and_refuses_to_nest():
         with pytest.raises(RuntimeError, match="do not nest"):
             with profile():
                 pass
+
+
+# --- devices, as PyTorch names places ----------------------------------------------------------------------------
+
+def test_devices_name_backends_as_torch_does():
+    from minitorch.tensor_ops import chosen_backend, device
+    assert chosen_backend("cpu") is SimpleBackend and chosen_backend("cuda:0") is CudaBackend
+    minitorch.set_default_backend("fast")
+    assert chosen_backend("cpu") is FastBackend and device("cpu").backend is FastBackend
+    x = tensor([1.0, 2.0])
+    assert x.device == "cpu" and x.device == device("fast") and str(x.device) == "cpu" and x.device != "cuda"
+    assert minitorch.zeros(2, 3, device=x.device).backend is FastBackend
+    assert minitorch.arange(0, 3, dtype=minitorch.long, device="cpu").backend is FastBackend
+    assert minitorch.ones(2, device=SimpleBackend).backend is SimpleBackend   # a backend is a device too
+    with pytest.raises(ValueError, match="no backend called 'tpu'"):
+        minitorch.zeros(2, device="tpu")
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU or Numba's simulator")
+def test_to_a_device_moves_values_and_gradients_and_modules():
+    x = tensor([1.0, -2.0, 3.0], requires_grad=True)
+    on_gpu = x.to("cuda")
+    assert on_gpu.is_cuda and on_gpu.device == "cuda" and x.to(on_gpu).is_cuda and not x.is_cuda
+    (on_gpu * on_gpu).sum().backward()
+    np.testing.assert_array_equal(x.grad.to_numpy(), [2.0, -4.0, 6.0])   # back on the input's backend
+    assert x.grad.backend is x.backend and on_gpu.cpu().device == "cpu"
+    layer = minitorch.Linear(3, 2)
+    layer.register_buffer("scale", tensor([2.0]))
+    assert layer.to("cuda", minitorch.float32) is layer
+    assert layer.weight.is_cuda and layer.weight.dtype == minitorch.float32 and layer.scale.is_cuda
+    assert layer(minitorch.ones(4, 3, device="cuda", dtype=minitorch.float32)).shape == (4, 2)
+    layer.to("cpu")
+    assert layer.weight.device == "cpu" and layer.bias.device == "cpu"

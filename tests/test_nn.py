@@ -232,3 +232,16 @@ def test_sequential_names_trains_and_evaluates(backend):
     model.eval()
     assert not model[6].training
     np.testing.assert_array_equal(model(x).to_numpy(), model(x).to_numpy())
+
+
+def test_module_dict_holds_modules_by_name_as_torch(backend):
+    layers = minitorch.nn.ModuleDict({"first": minitorch.Linear(2, 3, backend=backend)})
+    layers.update([("second", minitorch.Linear(3, 1, backend=backend))])
+    layers["act"] = minitorch.nn.Tanh()
+    assert list(layers) == layers.keys() == ["first", "second", "act"] and len(layers) == 3 and "act" in layers
+    assert [name for name, _ in layers.named_parameters()] == ["first.weight", "first.bias", "second.weight", "second.bias"]
+    assert layers.values()[1] is layers["second"] and layers.items()[0][0] == "first"
+    with pytest.raises(KeyError, match="has no module 'third'"):
+        layers["third"]
+    with pytest.raises(TypeError, match="holds modules, got int"):
+        layers["third"] = 3

@@ -259,3 +259,66 @@ def test_a_module_list_names_and_runs_as_torch(backend):
     with pytest.raises(NotImplementedError):
         ours(tensor(values, backend=backend))
     assert minitorch.nn.Embedding is minitorch.Embedding and minitorch.nn.LayerNorm is minitorch.LayerNorm
+
+
+# --- minitorch.nn.functional: PyTorch's names and signatures (90_functional) -----------------------------------
+
+def test_functional_activations_and_softmaxes_match_torch(backend):
+    from minitorch.nn import functional as F
+    values = np.random.default_rng(3).normal(size=(2, 3, 4))
+    for ours_fn, theirs_fn in [(F.relu, functional.relu), (F.sigmoid, torch.sigmoid), (F.tanh, torch.tanh),
+                               (lambda x: F.gelu(x, approximate="tanh"), lambda x: functional.gelu(x, approximate="tanh")),
+                               (lambda x: F.softmax(x, dim=1), lambda x: functional.softmax(x, dim=1)),
+                               (lambda x: F.log_softmax(x, -1), lambda x: functional.log_softmax(x, -1))]:
+        compare(backend, ours_fn, theirs_fn, values)
+    assert F.softmax(tensor(values, backend=backend), 1, dtype=minitorch.float32).dtype == minitorch.float32
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (2, 4, 3), (2, 4, 2, 3)], ids=["N,C", "N,C,d", "N,C,d1,d2"])
+def test_functional_losses_take_classes_in_dim_1_as_torch(backend, shape):
+    from minitorch.nn import functional as F
+    rng = np.random.default_rng(4)
+    scores, targets = rng.normal(size=shape), rng.integers(0, shape[1], size=(shape[0], *shape[2:]))
+    targets.flat[0] = -1
+    ids = tensor(targets, backend=backend, dtype=minitorch.int64)
+    for reduction in ("mean", "sum", "none"):
+        compare(backend, lambda x: F.cross_entropy(x, ids, ignore_index=-1, reduction=reduction),
+                lambda x: functional.cross_entropy(x, torch.tensor(targets), ignore_index=-1, reduction=reduction), scores)
+        compare(backend, lambda x: F.nll_loss(F.log_softmax(x, 1), ids, ignore_index=-1, reduction=reduction),
+                lambda x: functional.nll_loss(functional.log_softmax(x, 1), torch.tensor(targets), ignore_index=-1,
+                                              reduction=reduction), scores)
+    with pytest.raises(NotImplementedError, match="label_smoothing"):
+        F.cross_entropy(tensor(scores, backend=backend), ids, label_smoothing=0.1)
+    with pytest.raises(NotImplementedError, match="weight"):
+        F.nll_loss(tensor(scores, backend=backend), ids, weight=tensor(np.ones(shape[1]), backend=backend))
+    if len(shape) > 2:
+        with pytest.raises(ValueError, match="need targets of shape"):
+            F.cross_entropy(tensor(scores, backend=backend), ids.contiguous().view(-1))
+
+
+def test_functional_layers_as_functions_match_torch(backend):
+    from minitorch.nn import functional as F
+    rng = np.random.default_rng(5)
+    x, weight, bias = rng.normal(size=(3, 4)), rng.normal(size=(2, 4)), rng.normal(size=2)
+    compare(backend, F.linear, functional.linear, x, weight, bias)
+    compare(backend, lambda a, w: F.linear(a, w), lambda a, w: functional.linear(a, w), x, weight)
+    ids = rng.integers(0, 6, size=(2, 3))
+    compare(backend, lambda table: F.embedding(tensor(ids, backend=backend), table),
+            lambda table: functional.embedding(torch.tensor(ids), table), rng.normal(size=(6, 4)))
+    hot = F.one_hot(tensor([2, 0], backend=backend), num_classes=3)
+    assert hot.dtype == minitorch.int64 and hot.tolist() == functional.one_hot(torch.tensor([2, 0]), 3).tolist()
+    images = rng.normal(size=(1, 2, 4, 4))
+    compare(backend, lambda a: F.max_pool2d(a, 2), lambda a: functional.max_pool2d(a, 2), images)
+    compare(backend, lambda a: F.avg_pool2d(a, 2), lambda a: functional.avg_pool2d(a, 2), images)
+    ones = minitorch.ones(200, backend=backend)
+    assert F.dropout(ones, 0.5, training=False) is ones and F.dropout(ones, 0.0) is not None
+    assert set(np.unique(F.dropout(ones, 0.5, True).to_numpy())) <= {0.0, 2.0}
+    with pytest.raises(NotImplementedError, match="inplace"):
+        F.dropout(ones, 0.5, True, inplace=True)
+
+
+def test_activation_layers_are_modules_in_nn(backend):
+    values = np.linspace(-3, 3, 7)
+    for ours, theirs in [(minitorch.nn.Tanh(), torch.nn.Tanh()), (minitorch.nn.Sigmoid(), torch.nn.Sigmoid())]:
+        assert isinstance(ours, minitorch.Module) and repr(ours) == repr(theirs)
+        compare(backend, ours, theirs, values)

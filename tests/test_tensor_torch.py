@@ -95,7 +95,12 @@ def run(program, x, y):
         if kind == "unary":
             value = UNARY[name](value)
         elif kind == "binary":
-            value = BINARY[name](value, (x, y)[argument % 2])
+            other = (x, y)[argument % 2]
+            try:   # a dim dropped by a reduction may leave shapes that no longer broadcast: skip the step
+                np.broadcast_shapes(tuple(value.shape), tuple(other.shape))
+            except ValueError:
+                continue
+            value = BINARY[name](value, other)
         else:
             value = REDUCE[name](value, argument % len(value.shape))
     return value
