@@ -513,6 +513,52 @@ def gpt_step_row() -> Row:
     return Row(ours, reference, "PyTorch float32, own process", Bar(0.5), sample_scale=3.0)
 
 
+def torch_style_gpt_row() -> Row:
+    """One AdamW step of a 2-layer, 32-wide GPT written for PyTorch (the one `tests/test_written_as_pytorch.py` runs),
+    on minitorch with the fast backend as the default, against the same code on PyTorch in this process; float32."""
+    torch = try_torch()
+    if torch is None:
+        return torch_missing(Bar(0.67))
+    import importlib.util
+    from pathlib import Path
+    import minitorch.nn.functional as ours_functional
+    path = Path(__file__).resolve().parents[2] / "tests" / "test_written_as_pytorch.py"
+    spec = importlib.util.spec_from_file_location("written_as_pytorch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    previous_default = minitorch.get_default_backend()
+    minitorch.set_default_backend("fast")
+    sizes = dict(vocab_size=65, block_size=32, n_layer=2, n_head=2, n_embd=32)
+    minitorch.manual_seed(0)
+    ours_model = module.gpt_written_for(minitorch, minitorch.nn, ours_functional)(**sizes).float()
+    theirs = module.gpt_written_for(torch, torch.nn, torch.nn.functional)(**sizes)
+    theirs.load_state_dict({name: torch.tensor(value.to_numpy()) for name, value in ours_model.state_dict().items()})
+    ids, targets = np.random.default_rng(0).integers(0, 65, size=(2, 8, 32))
+    ours_batch = [minitorch.tensor(values, dtype=minitorch.int64) for values in (ids, targets)]
+    their_batch = [torch.tensor(values) for values in (ids, targets)]
+    ours_optimizer, their_optimizer = (model.configure_optimizers(0.1, 1e-3, (0.9, 0.99)) for model in (ours_model, theirs))
+
+    def step(model, optimizer, batch) -> float:
+        optimizer.zero_grad(set_to_none=True)
+        _, loss = model(*batch)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    def ours() -> float:
+        previous = minitorch.get_default_backend()
+        minitorch.set_default_backend("fast")   # as a PyTorch user sets it once; put back for the other rows
+        try:
+            return step(ours_model, ours_optimizer, ours_batch)
+        finally:
+            minitorch.set_default_backend(previous)
+
+    minitorch.set_default_backend(previous_default)
+    same_work(ours, lambda: step(theirs, their_optimizer, their_batch), "the steps of the GPT written for PyTorch",
+              rtol=1e-4)
+    return Row(ours, lambda: step(theirs, their_optimizer, their_batch), "PyTorch float32, same code", Bar(0.67))
+
+
 def same_work(ours: Call, reference: Call, what: str, rtol: float = 1e-6) -> None:
     "Raise unless two steps started from the same weights compute the same loss (so the timings compare like work)."
     ours_loss, reference_loss = ours(), reference()
@@ -755,6 +801,8 @@ def rows(mnist_batches: int) -> list[Spec]:
     specs.append(Spec("conv1d fwd+bwd 16x4x784 * 8x4x9", conv_row(1, 16, 4, 784, 8, 9)))
     specs.append(Spec(f"MNIST train (default model), {mnist_batches} batches of {MNIST_BATCH}", mnist_row(mnist_batches)))
     specs.append(Spec("GPT training step (4 layers, 4 heads, width 128, batch 12x64), float32", gpt_step_row))
+    specs.append(Spec("GPT written for PyTorch, AdamW step (2 layers, width 32, batch 8x32), fast default",
+                      torch_style_gpt_row))
     specs += [Spec(f"scalar MLP 2-10-1 x 100 points fwd+bwd, gc {mode}", scalar_row(collector))
               for mode, collector in (("on", "clean"), ("off", "off"))]
     return specs
