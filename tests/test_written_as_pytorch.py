@@ -1,12 +1,13 @@
 """Code written for PyTorch runs on minitorch: Karpathy's makemore (parts 1 and 2) as a PyTorch user writes it, with
-`import minitorch as torch`, `F = minitorch.nn`, and `seed=` for PyTorch's `generator=` (MAINTAINERS, "Using the package")."""
+`import minitorch as torch`, `from minitorch.nn import functional as F`, and `seed=` for PyTorch's `generator=`
+(README, "Coming from PyTorch"); and a GPT in nanoGPT's layout, run on both and compared."""
 import math
 
 import numpy as np
 import pytest
 
 import minitorch as torch
-import minitorch.nn as F
+from minitorch.nn import functional as F
 
 nn = torch.nn
 WORDS = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "charlotte", "amelia", "harper", "evelyn", "abigail",
@@ -35,7 +36,7 @@ def test_makemore_part_1_the_bigram_network():
     W = torch.randn((V, V), seed=g, requires_grad=True)
     losses = []
     for _ in range(20):
-        xenc = torch.one_hot(xs, num_classes=V)
+        xenc = F.one_hot(xs, num_classes=V).double()   # makemore: .float(), its default float; ours is float64
         logits = xenc @ W
         counts = logits.exp()
         probs = counts / counts.sum(1, keepdim=True)
