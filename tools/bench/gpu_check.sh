@@ -32,7 +32,7 @@ a = minitorch.rand((33, 17), backend=gpu, seed=1)
 b = minitorch.rand((17, 9), backend=gpu, seed=2)
 host = a.to_numpy() @ b.to_numpy()
 print("matmul on the GPU matches NumPy:", abs((a @ b).to_numpy() - host).max() < 1e-12)'
-step bench 300 python3 tools/bench/bench_gpu.py --min-seconds 0.2
+step bench 240 python3 tools/bench/bench_gpu.py --min-seconds 0.2
 parallel=$(python3 -c "import xdist, pytest_timeout" 2>/dev/null && echo "-n 12 --timeout 150")
 step tests 200 python3 -m pytest -q $parallel -k cuda --maxfail 25 -p no:cacheprovider -p no:benchmark tests \
     --ignore tests/test_course_tools.py --ignore tests/test_exercises.py --ignore tests/test_nbtest.py  # need nbformat
