@@ -128,12 +128,12 @@ class Schedule:
     weight_decay: float = 0.1
 
 
-def train(model: GPT, train_ids: np.ndarray, valid_batches: Sequence[tuple[Tensor, Tensor]], schedule: Schedule,
+def train(model: Module, train_ids: np.ndarray, valid_batches: Sequence[tuple[Tensor, Tensor]], schedule: Schedule,
           eval_every: int = 250, seed: int = 0, progress: bool = True,
           on_eval: Callable[[int, TrainingLog], None] | None = None) -> TrainingLog:
-    "Train `model` with AdamW as `schedule` says, estimating the validation loss every `eval_every` steps."
+    "Train `model` (any module of (B, T) ids with a `config.block_size`) with AdamW as `schedule` says."
     optimizer = AdamW(weight_decay_groups(model, schedule.weight_decay), lr=schedule.lr, betas=(0.9, 0.99))
-    rng, where = np.random.default_rng(seed), model.wte.weight.value.backend
+    rng, where = np.random.default_rng(seed), model.parameters()[0].value.backend
     log, start = TrainingLog(), time.perf_counter()
     bar = tqdm(range(schedule.steps), desc="training", disable=not progress, leave=False)
     for step in bar:
