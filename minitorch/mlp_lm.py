@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['BOUNDARY', 'Tanh', 'names_vocabulary', 'split_names', 'context_examples', 'example_batch', 'tanh', 'MLPLanguageModel',
-           'examples_loss', 'sample_name']
+           'examples_loss', 'sample_name', 'stream_examples']
 
 # %% ../nbs/51_mlp_lm.ipynb #47a9d7fd
 import math
@@ -132,3 +132,14 @@ def sample_name(model: MLPLanguageModel, vocab: Vocabulary, rng: np.random.Gener
         ids.append(index)
         context = context[1:] + [index]
     return vocab.decode(ids)
+
+# %% ../nbs/51_mlp_lm.ipynb #18f92d0d
+def stream_examples(ids: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    "Every example of a stream of ids: (N, block_size) contexts (a read-only view of `ids`) and the N next ids."
+    if block_size < 1:
+        raise ValueError(f"block_size must be at least 1, got {block_size}")
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) <= block_size:
+        return np.zeros((0, block_size), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(ids, block_size + 1)
+    return windows[:, :-1], windows[:, -1]
