@@ -4,20 +4,19 @@
 
 # %% auto #0
 __all__ = ['IDX_TYPES', 'MNIST_FILES', 'MNIST_MIRRORS', 'MNIST_SPLIT_SEED', 'MNIST_VALID_SIZES', 'parse_idx', 'read_idx',
-           'MNISTNotFoundError', 'mnist_folders', 'find_mnist', 'mnist_array', 'fetch_mnist_file', 'download_mnist',
-           'mnist_missing_message', 'split_indices', 'read_mnist_pair', 'mnist', 'digits']
+           'MNISTNotFoundError', 'find_mnist', 'mnist_array', 'download_mnist', 'mnist_missing_message',
+           'split_indices', 'read_mnist_pair', 'mnist', 'digits']
 
 # %% ../nbs/44_mnist_data.ipynb #4d236e8a
 import gzip
 import os
-import tempfile
-import urllib.request
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .datasets import cache_dir
+from .data_files import DataNotFoundError, cache_folder, data_folders, fetch_from_mirrors, find_data, write_atomic
 
 # %% ../nbs/44_mnist_data.ipynb #c607842f
 IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -61,24 +60,15 @@ MNIST_MIRRORS = [
 ]
 
 
-class MNISTNotFoundError(FileNotFoundError):
+class MNISTNotFoundError(DataNotFoundError):
     "MNIST is in none of the places `mnist()` looks, and could not be downloaded."
-
-
-def mnist_folders() -> list[Path]:
-    "The folders searched for MNIST, in order: $MINITORCH_DATA/mnist (when set), then the cache's mnist/."
-    data_root = os.environ.get("MINITORCH_DATA")
-    return ([Path(data_root) / "mnist"] if data_root else []) + [cache_dir() / "mnist"]
 
 
 def find_mnist() -> Path | None:
     "The first searched folder holding the MNIST test files, or None (nothing is downloaded)."
-    for folder in mnist_folders():
-        if all((folder / name).is_file() for name in MNIST_FILES["test"]):
-            return folder
-    return None
+    return find_data("mnist", MNIST_FILES["test"])
 
-# %% ../nbs/44_mnist_data.ipynb #0bd2bea5
+
 def mnist_array(name: str, data: bytes, source: str) -> np.ndarray:
     "The array in MNIST file `name`, checked: gzip-compressed IDX with magic 2051 (images) or 2049 (labels)."
     if data[:2] != b"\x1f\x8b":
@@ -90,48 +80,28 @@ def mnist_array(name: str, data: bytes, source: str) -> np.ndarray:
     return parse_idx(raw, source)
 
 
-def fetch_mnist_file(name: str, mirrors: Sequence[str], timeout: float) -> bytes:
-    "The checked bytes of MNIST file `name` from the first mirror that serves a valid copy."
-    failures = []
-    for mirror in mirrors:
-        url = mirror.rstrip("/") + "/" + name
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:
-                data = response.read()
-            mnist_array(name, data, url)
-            return data
-        except (OSError, ValueError) as error:
-            failures.append(f"{url}: {error}")
-    raise MNISTNotFoundError(mnist_missing_message(failures))
-
-
 def download_mnist(folder: str | os.PathLike | None = None, mirrors: Sequence[str] | None = None,
                    timeout: float = 30.0) -> Path:
     "Download the four standard MNIST files missing from `folder` (default: the cache); return the folder."
-    folder = cache_dir() / "mnist" if folder is None else Path(folder)
+    folder = cache_folder("mnist") if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name in [*MNIST_FILES["test"], *MNIST_FILES["train"]]:
-        if (folder / name).is_file():
-            continue
-        data = fetch_mnist_file(name, MNIST_MIRRORS if mirrors is None else mirrors, timeout)
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(data)
-            os.replace(temporary, folder / name)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        if not (folder / name).is_file():
+            data, failures = fetch_from_mirrors(name, MNIST_MIRRORS if mirrors is None else mirrors,
+                                                partial(mnist_array, name), timeout)
+            if data is None:
+                raise MNISTNotFoundError(mnist_missing_message(failures))
+            write_atomic(folder / name, data)
     return folder
 
 
 def mnist_missing_message(failures: Sequence[str] = ()) -> str:
     "What to do when MNIST is nowhere: where we looked, what the mirrors said, where to put the files."
-    looked = ", ".join(str(folder) for folder in mnist_folders())
+    looked = ", ".join(str(folder) for folder in data_folders("mnist"))
     tried = "; ".join(failures) if failures else "no download was attempted"
     return (f"MNIST not found: looked for {' and '.join(MNIST_FILES['test'])} in {looked}. Download: {tried}. "
             f"Put the standard files (at least the two t10k-* test files; the train-* files add the 60,000 "
-            f"training images) into {cache_dir() / 'mnist'}, or into a folder mnist/ of a directory that "
+            f"training images) into {cache_folder('mnist')}, or into a folder mnist/ of a directory that "
             f"the environment variable MINITORCH_DATA names.")
 
 # %% ../nbs/44_mnist_data.ipynb #6bd7cf09

