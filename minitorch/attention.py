@@ -94,8 +94,10 @@ class CausalSelfAttention(Module):
     "nanoGPT's multi-head causal self-attention: `qkv` makes every position's query, key and value, `proj` mixes heads."
 
     def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
-                 backend: TensorBackend | str | None = None, dtype: object = float64):
+                 backend: TensorBackend | str | None = None, dtype: object = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         if n_head < 1 or n_embd < 1 or n_embd % n_head:
             raise ValueError(f"CausalSelfAttention: n_embd={n_embd} must split into n_head={n_head} heads of equal "
                              f"size (a positive multiple of n_head)")
