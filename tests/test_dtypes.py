@@ -53,8 +53,11 @@ def test_dtype_names_are_numpy_dtypes_with_pytorch_names():
 
 @pytest.mark.parametrize("bad", ["float16", "complex64", None, "tensor", 3.5, np.uint8])
 def test_a_dtype_that_does_not_exist_is_refused_with_the_choices(bad):
-    with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64, bool"):
-        zeros(2, dtype=bad)
+    if bad is None:   # a factory's dtype=None is the default dtype, as in PyTorch
+        assert zeros(2, dtype=bad).dtype == minitorch.get_default_dtype()
+    else:
+        with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64, bool"):
+            zeros(2, dtype=bad)
     with pytest.raises(TypeError, match="is not a tensor dtype"):
         tensor([1.0]).to(bad)
 
