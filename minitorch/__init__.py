@@ -22,11 +22,11 @@ from . import optim
 from .optim import SGD, Optimizer
 from .tensor_data import (DTYPES, Index, IndexingError, OutIndex, Shape, Storage, Strides, TensorData,
                                    UserIndex, UserShape, UserStrides, as_dtype, bool_, broadcast_index, float32,
-                                   float64, index_to_position, int64, result_dtype, shape_broadcast,
-                                   strides_from_shape, to_index)
+                                   float64, get_default_dtype, index_to_position, int64, result_dtype,
+                                   set_default_dtype, shape_broadcast, strides_from_shape, to_index)
 from .tensor_ops import (HostStorage, KernelOps, SimpleBackend, SimpleOps, TensorBackend, TensorOps, backend, device,
                                   get_default_backend, set_default_backend)
-from .tensor import (History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
+from .tensor import (Generator, History, Tensor, arange, full, linspace, manual_seed, multinomial, ones, ones_like, rand,
                               randint, randn, tensor, zeros, zeros_like)
 from .tensor_functions import (EQ, LT, Abs, Add, All, Cast, Copy, Exp, Function, Inv, IsClose, Log, MatMul,
                                         Mul, Neg, GetItem, Permute, ReLU, Sigmoid, Sqrt, Sub, Sum, View, cumsum, grad_check,
@@ -80,10 +80,11 @@ __all__ = ["process", "operators", "prod", "Graph", "datasets", "mnist", "digits
            "IndexingError", "TensorData", "broadcast_index", "index_to_position", "shape_broadcast",
            "strides_from_shape", "to_index", "Index", "Shape", "Strides", "OutIndex", "Storage", "UserIndex",
            "UserShape", "UserStrides", "float64", "float32", "int64", "bool_", "DTYPES", "as_dtype", "result_dtype",
+           "set_default_dtype", "get_default_dtype",
            "HostStorage", "TensorOps", "KernelOps", "SimpleOps", "TensorBackend",
            "SimpleBackend", "backend", "device", "set_default_backend", "get_default_backend",
            "History", "Tensor", "tensor", "zeros", "ones", "full", "rand", "randn", "zeros_like", "ones_like", "arange",
-           "linspace", "randint", "multinomial", "manual_seed",
+           "linspace", "randint", "multinomial", "manual_seed", "Generator",
            "Function", "Neg", "Inv", "Add", "Sub", "Mul", "Sigmoid", "ReLU", "Log", "Exp", "LT", "EQ", "IsClose", "Permute",
            "View", "Copy", "Cast", "GetItem", "Sum", "All", "MatMul", "Sqrt", "Abs", "cumsum", "grad_check", "no_grad", "inference_mode",
            "Cat", "Where", "cat", "stack", "where", "tril", "triu",

@@ -13,7 +13,7 @@ import numpy as np
 from .module import Module
 from .nn import Dropout, Linear, dropout, softmax, xavier_uniform
 from .tensor import Seed, Tensor, derived_seed, random_generator, tensor
-from .tensor_data import IndexingError, float64, shape_broadcast
+from .tensor_data import IndexingError, bool_, float32, float64, shape_broadcast
 from .tensor_indexing import checked_tensors, where
 from .tensor_ops import TensorBackend
 
@@ -37,7 +37,7 @@ def attention_sizes(query: Tensor, key: Tensor, value: Tensor) -> tuple[tuple[in
 
 
 def attention_bias(attn_mask: Tensor | None, is_causal: bool, query: Tensor, key: Tensor) -> Tensor | None:
-    "What the scores get added: 0 where a query may attend to a key, -inf where not; None when every pair may."
+    "What the scores get added: a bool mask's 0 (True: may attend) or -inf, a float mask itself; None for no mask."
     scores_shape = (*query.shape[:-2], query.shape[-2], key.shape[-2])
     if attn_mask is not None and is_causal:
         raise ValueError("attention: give attn_mask or is_causal=True, not both")
@@ -54,7 +54,12 @@ def attention_bias(attn_mask: Tensor | None, is_causal: bool, query: Tensor, key
     if not fits:
         raise ValueError(f"attention: an attn_mask of shape {attn_mask.shape} does not broadcast to the scores' "
                          f"shape {scores_shape} (..., L, S)")
-    return where(attn_mask.to(query.dtype), 0.0, -math.inf)
+    if attn_mask.dtype == bool_:   # True where a query may attend, as in PyTorch
+        return where(attn_mask.to(query.dtype), 0.0, -math.inf)
+    if attn_mask.dtype not in (query.dtype, float32):   # PyTorch's rule: bool, float32 or the queries' dtype
+        raise TypeError(f"attention: attn_mask must be bool (True: may attend) or float (added to the scores) of the "
+                        f"queries' dtype {query.dtype} or float32, got {attn_mask.dtype}")
+    return attn_mask.to(query.dtype)   # a float mask is added to the scores as it is
 
 
 def attention_weights(query: Tensor, key: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False,
@@ -89,8 +94,10 @@ class CausalSelfAttention(Module):
     "nanoGPT's multi-head causal self-attention: `qkv` makes every position's query, key and value, `proj` mixes heads."
 
     def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
-                 backend: TensorBackend | str | None = None, dtype: object = float64):
+                 backend: TensorBackend | str | None = None, dtype: object = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         if n_head < 1 or n_embd < 1 or n_embd % n_head:
             raise ValueError(f"CausalSelfAttention: n_embd={n_embd} must split into n_head={n_head} heads of equal "
                              f"size (a positive multiple of n_head)")

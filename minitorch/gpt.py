@@ -49,8 +49,9 @@ class GPT(Module):
     "A decoder-only Transformer (GPT-2's layout): embeddings of tokens and positions, `n_layer` blocks, logits."
 
     def __init__(self, config: GPTConfig, seed: int = 0, backend: TensorBackend | str | None = None,
-                 dtype: object = float32):
+                 dtype: object = float32, device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         self.config = config
         where = dict(backend=backend, dtype=dtype)
         self.wte = Embedding(config.vocab_size, config.n_embd, seed=seed, **where)

@@ -15,7 +15,7 @@ import numpy as np
 from .module import Module
 from .nn import Linear, cross_entropy, zeros_init
 from .tensor import Tensor, tensor
-from .tensor_data import float64, int64
+from .tensor_data import float64, float_dtype, int64
 from .tensor_functions import Function, elementwise
 from .tensor_indexing import Embedding
 from .tensor_ops import TensorBackend
@@ -88,14 +88,16 @@ class MLPLanguageModel(Module):
     "Bengio et al. (2003): the next character's logits from the concatenated embeddings of the last `block_size`."
 
     def __init__(self, vocab_size: int, block_size: int = 3, n_embd: int = 10, n_hidden: int = 200, seed: int = 0,
-                 backend: TensorBackend | str | None = None, dtype: object = float64):
+                 backend: TensorBackend | str | None = None, dtype: object = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         self.block_size, self.n_embd = block_size, n_embd
         self.embedding = Embedding(vocab_size, n_embd, seed=seed, backend=backend, dtype=dtype)
         self.hidden = Linear(block_size * n_embd, n_hidden, seed=seed + 1, backend=backend)
         self.output = Linear(n_hidden, vocab_size, init=zeros_init, backend=backend)
         for parameter in self.parameters():
-            parameter.update(parameter.value.detach().to(dtype))
+            parameter.update(parameter.value.detach().to(float_dtype(dtype)))
 
     def forward(self, contexts: Tensor) -> Tensor:
         "(B, block_size) int64 ids give the (B, vocab_size) logits of the character after each context."

@@ -29,11 +29,11 @@ from .autodiff import Context
 from .conv import as_pair, conv1d, conv2d, maps_index_device, maps_position_device
 from .cuda_ops import CudaOps, launch, map_launch
 from .module import Module, Parameter
-from .tensor import Seed, Tensor, as_array, from_array, random_generator, tensor
-from .tensor_data import IndexingError, Shape, Storage, Strides, float64, int64
+from .tensor import Generator, Seed, Tensor, as_array, from_array, chosen_seed, random_generator, tensor
+from .tensor_data import IndexingError, Shape, Storage, Strides, float64, float_dtype, int64
 from .tensor_functions import Function, no_grad
 from .tensor_indexing import gather, where
-from .tensor_ops import TensorBackend, index_bounds
+from .tensor_ops import TensorBackend, chosen_backend, index_bounds
 
 # %% ../nbs/41_nn.ipynb #4ac97a66
 def _check_pool(input: Tensor, kernel: tuple[int, int], name: str, whole: bool = True) -> None:
@@ -547,9 +547,10 @@ def fans(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-                   backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
+                   backend: TensorBackend | str | None = None, dtype: object = None) -> Tensor:
     "Glorot-uniform weights: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
+    dtype = float_dtype(dtype)   # None: the default dtype
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return tensor(random_generator(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
@@ -557,9 +558,10 @@ def xavier_uniform(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
 
 
 def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-                  backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
+                  backend: TensorBackend | str | None = None, dtype: object = None) -> Tensor:
     "Glorot-normal weights: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."
     fan_in, fan_out = fans(shape)
+    dtype = float_dtype(dtype)   # None: the default dtype
     # BEGIN SOLUTION 4.5
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
     return tensor(random_generator(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
@@ -567,9 +569,10 @@ def xavier_normal(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
 
 
 def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
-                    backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
+                    backend: TensorBackend | str | None = None, dtype: object = None) -> Tensor:
     "He-uniform weights for ReLU layers: U(-b, b) with b = gain * sqrt(3 / fan_in)."
     fan_in, _ = fans(shape)
+    dtype = float_dtype(dtype)   # None: the default dtype
     # BEGIN SOLUTION 4.5
     bound = gain * math.sqrt(3.0 / fan_in)
     return tensor(random_generator(rng).uniform(-bound, bound, size=tuple(shape)), backend=backend, dtype=dtype)
@@ -577,9 +580,10 @@ def kaiming_uniform(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: See
 
 
 def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed = None,
-                   backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
+                   backend: TensorBackend | str | None = None, dtype: object = None) -> Tensor:
     "He-normal weights for ReLU layers: N(0, std^2) with std = gain / sqrt(fan_in)."
     fan_in, _ = fans(shape)
+    dtype = float_dtype(dtype)   # None: the default dtype
     # BEGIN SOLUTION 4.5
     std = gain / math.sqrt(fan_in)
     return tensor(random_generator(rng).normal(0.0, std, size=tuple(shape)), backend=backend, dtype=dtype)
@@ -587,9 +591,9 @@ def kaiming_normal(shape: Sequence[int], gain: float = math.sqrt(2.0), rng: Seed
 
 
 def zeros_init(shape: Sequence[int], gain: float = 1.0, rng: Seed = None,
-               backend: TensorBackend | str | None = None, dtype: object = float64) -> Tensor:
+               backend: TensorBackend | str | None = None, dtype: object = None) -> Tensor:
     "All zeros (the default for biases); `gain` and `rng` are accepted so that every initialiser is called alike."
-    return tensor(np.zeros(tuple(shape)), backend=backend, dtype=dtype)
+    return tensor(np.zeros(tuple(shape)), backend=backend, dtype=float_dtype(dtype))
 
 # %% ../nbs/41_nn.ipynb #a3c7e911
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -623,14 +627,16 @@ def filled_(target: Parameter | Tensor, values: np.ndarray) -> Parameter | Tenso
     return target
 
 
-def uniform_(target: Parameter | Tensor, a: float = 0.0, b: float = 1.0, seed: Seed = None) -> Parameter | Tensor:
+def uniform_(target: Parameter | Tensor, a: float = 0.0, b: float = 1.0, seed: Seed = None,
+             generator: Generator | None = None) -> Parameter | Tensor:
     "Values drawn uniformly from [a, b), in place."
-    return filled_(target, random_generator(seed).uniform(a, b, shape_of(target)))
+    return filled_(target, random_generator(chosen_seed(seed, generator)).uniform(a, b, shape_of(target)))
 
 
-def normal_(target: Parameter | Tensor, mean: float = 0.0, std: float = 1.0, seed: Seed = None) -> Parameter | Tensor:
+def normal_(target: Parameter | Tensor, mean: float = 0.0, std: float = 1.0, seed: Seed = None,
+            generator: Generator | None = None) -> Parameter | Tensor:
     "Values drawn from N(mean, std^2), in place."
-    return filled_(target, random_generator(seed).normal(mean, std, shape_of(target)))
+    return filled_(target, random_generator(chosen_seed(seed, generator)).normal(mean, std, shape_of(target)))
 
 
 def constant_(target: Parameter | Tensor, val: float) -> Parameter | Tensor:
@@ -648,14 +654,16 @@ def ones_(target: Parameter | Tensor) -> Parameter | Tensor:
     return constant_(target, 1.0)
 
 
-def xavier_uniform_(target: Parameter | Tensor, gain: float = 1.0, seed: Seed = None) -> Parameter | Tensor:
+def xavier_uniform_(target: Parameter | Tensor, gain: float = 1.0, seed: Seed = None,
+                    generator: Generator | None = None) -> Parameter | Tensor:
     "Glorot-uniform values (`xavier_uniform`), in place."
-    return filled_(target, xavier_uniform(shape_of(target), gain, seed).to_numpy())
+    return filled_(target, xavier_uniform(shape_of(target), gain, chosen_seed(seed, generator)).to_numpy())
 
 
-def xavier_normal_(target: Parameter | Tensor, gain: float = 1.0, seed: Seed = None) -> Parameter | Tensor:
+def xavier_normal_(target: Parameter | Tensor, gain: float = 1.0, seed: Seed = None,
+                   generator: Generator | None = None) -> Parameter | Tensor:
     "Glorot-normal values (`xavier_normal`), in place."
-    return filled_(target, xavier_normal(shape_of(target), gain, seed).to_numpy())
+    return filled_(target, xavier_normal(shape_of(target), gain, chosen_seed(seed, generator)).to_numpy())
 
 
 def kaiming_scale(target: Parameter | Tensor, a: float, mode: str, nonlinearity: str) -> float:
@@ -667,17 +675,19 @@ def kaiming_scale(target: Parameter | Tensor, a: float, mode: str, nonlinearity:
 
 
 def kaiming_uniform_(target: Parameter | Tensor, a: float = 0.0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu", seed: Seed = None) -> Parameter | Tensor:
+                     nonlinearity: str = "leaky_relu", seed: Seed = None,
+                     generator: Generator | None = None) -> Parameter | Tensor:
     "He-uniform values in place: U(-b, b) with b = sqrt(3) * gain / sqrt(fan), PyTorch's arguments and defaults."
     bound = math.sqrt(3.0) * kaiming_scale(target, a, mode, nonlinearity)
-    return filled_(target, random_generator(seed).uniform(-bound, bound, shape_of(target)))
+    return filled_(target, random_generator(chosen_seed(seed, generator)).uniform(-bound, bound, shape_of(target)))
 
 
 def kaiming_normal_(target: Parameter | Tensor, a: float = 0.0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu", seed: Seed = None) -> Parameter | Tensor:
+                    nonlinearity: str = "leaky_relu", seed: Seed = None,
+                    generator: Generator | None = None) -> Parameter | Tensor:
     "He-normal values in place: N(0, std^2) with std = gain / sqrt(fan), PyTorch's arguments and defaults."
-    return filled_(target, random_generator(seed).normal(0.0, kaiming_scale(target, a, mode, nonlinearity),
-                                                         shape_of(target)))
+    std = kaiming_scale(target, a, mode, nonlinearity)
+    return filled_(target, random_generator(chosen_seed(seed, generator)).normal(0.0, std, shape_of(target)))
 
 
 init = SimpleNamespace(calculate_gain=calculate_gain, uniform_=uniform_, normal_=normal_, constant_=constant_,
@@ -693,8 +703,10 @@ class Linear(Module):
     "PyTorch's Linear: out = input @ weight.T + bias, with weight (out_features, in_features)."
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, init: Initialiser = kaiming_uniform,
-                 seed: Seed = None, backend: TensorBackend | str | None = None, dtype: object = float64):
+                 seed: Seed = None, backend: TensorBackend | str | None = None, dtype: object = None,
+                 device: object = None):
         super().__init__()
+        backend = chosen_backend(backend if device is None else device)   # device= as on factories
         self.in_features, self.out_features = in_features, out_features
         self.add_parameter("weight", init((out_features, in_features), rng=seed, backend=backend, dtype=dtype))
         self.bias = self.add_parameter("bias", zeros_init((out_features,), backend=backend, dtype=dtype)) if bias else None
@@ -721,11 +733,13 @@ class Conv1d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
                  bias: bool = True, init: Initialiser = kaiming_uniform, seed: Seed = None,
-                 backend: TensorBackend | str | None = None):
+                 backend: TensorBackend | str | None = None, device: object = None, dtype: object = None):
         super().__init__()
+        backend = chosen_backend(backend if device is None else device)   # device= as on factories
         self.stride, self.padding = stride, padding
-        self.add_parameter("weight", init((out_channels, in_channels, kernel_size), rng=seed, backend=backend))
-        self.bias = self.add_parameter("bias", zeros_init((out_channels,), backend=backend)) if bias else None
+        shape = (out_channels, in_channels, kernel_size)
+        self.add_parameter("weight", init(shape, rng=seed, backend=backend, dtype=dtype))
+        self.bias = self.add_parameter("bias", zeros_init((out_channels,), backend=backend, dtype=dtype)) if bias else None
 
     def forward(self, input: Tensor) -> Tensor:
         "The (N, out_channels, W_out) outputs of an (N, in_channels, W) batch."
@@ -744,12 +758,14 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, bias: bool = True,
-                 init: Initialiser = kaiming_uniform, seed: Seed = None, backend: TensorBackend | str | None = None):
+                 init: Initialiser = kaiming_uniform, seed: Seed = None, backend: TensorBackend | str | None = None,
+                 device: object = None, dtype: object = None):
         super().__init__()
+        backend = chosen_backend(backend if device is None else device)   # device= as on factories
         self.stride, self.padding = as_pair(stride, "stride"), as_pair(padding, "padding")
         shape = (out_channels, in_channels, *as_pair(kernel_size, "kernel_size"))
-        self.add_parameter("weight", init(shape, rng=seed, backend=backend))
-        self.bias = self.add_parameter("bias", zeros_init((out_channels,), backend=backend)) if bias else None
+        self.add_parameter("weight", init(shape, rng=seed, backend=backend, dtype=dtype))
+        self.bias = self.add_parameter("bias", zeros_init((out_channels,), backend=backend, dtype=dtype)) if bias else None
 
     def forward(self, input: Tensor) -> Tensor:
         "The (N, out_channels, H_out, W_out) outputs of an (N, in_channels, H, W) batch."

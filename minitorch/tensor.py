@@ -4,9 +4,10 @@
 
 # %% auto #0
 __all__ = ['STORAGE_VERSIONS', 'INDEX_READERS', 'INDEX_WRITERS', 'Seed', 'SHARED_GENERATOR', 'checked_dim', 'ElementCount',
-           'History', 'storage_version', 'saved_versions', 'Tensor', 'manual_seed', 'random_generator', 'derived_seed',
-           'nested_shape', 'sized', 'storage_kind', 'tensor', 'zeros', 'full', 'ones', 'rand', 'as_array', 'from_array',
-           'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint', 'multinomial']
+           'History', 'storage_version', 'saved_versions', 'Tensor', 'Generator', 'manual_seed', 'random_generator',
+           'chosen_seed', 'derived_seed', 'nested_shape', 'sized', 'storage_kind', 'tensor', 'zeros', 'full', 'ones',
+           'rand', 'as_array', 'from_array', 'zeros_like', 'ones_like', 'arange', 'linspace', 'randn', 'randint',
+           'multinomial']
 
 # %% ../nbs/22_tensor.ipynb #efcf68df
 import itertools
@@ -18,8 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .autodiff import Context, backpropagate
-from .tensor_data import (DTYPES, DeviceStorage, TensorData, as_dtype, checked_shape, float64, int64,
-                                   is_floating, shape_broadcast)
+from .tensor_data import (DTYPES, DeviceStorage, TensorData, as_dtype, checked_shape, float64, float_dtype,
+                                   int64, is_floating, shape_broadcast)
 from .tensor_ops import TensorBackend, chosen_backend, device
 
 # %% ../nbs/22_tensor.ipynb #b81d4f2e
@@ -219,7 +220,7 @@ class Tensor:
     __hash__ = object.__hash__  # hashed by identity: `==` (next notebook) compares elementwise
 
     def __repr__(self) -> str:
-        details = [f"shape={self.shape}"] + ([] if self.dtype == float64 else [f"dtype={self.dtype.name}"])
+        details = [f"shape={self.shape}"] + ([] if self.dtype == float_dtype() else [f"dtype={self.dtype.name}"])
         if self.name is not None:
             details.append(f"name={self.name!r}")
         if self.history is not None:
@@ -334,8 +335,33 @@ class Tensor:
         return self._tensor.tuple()
 
 # %% ../nbs/22_tensor.ipynb #3f1a9c21
-Seed = int | np.random.Generator | None
-"An int (the same draws every time), a NumPy generator (draws that move on with every call), or None (the shared one)."
+class Generator:
+    "PyTorch's `torch.Generator`: draws of its own, apart from the shared generator, from a NumPy generator it holds."
+
+    def __init__(self, device: object = "cpu"):
+        self.device = device   # where PyTorch would draw; here the draws are made on the host
+        self.manual_seed(67280421310721)   # a new torch.Generator's seed
+
+    def manual_seed(self, seed: int) -> "Generator":
+        "Restart the draws from `seed`, a whole number >= 0; returns this generator (as PyTorch's)."
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"Generator.manual_seed takes a whole number >= 0, got {seed!r}")
+        self._initial_seed, self.numpy = int(seed), np.random.default_rng(int(seed))
+        return self
+
+    def initial_seed(self) -> int:
+        "The seed the draws last started from."
+        return self._initial_seed
+
+    def seed(self) -> int:
+        "Restart the draws from a seed taken from the operating system's entropy, and return that seed."
+        seed = int(np.random.SeedSequence().entropy) % 2 ** 63
+        self.manual_seed(seed)
+        return seed
+
+
+Seed = int | np.random.Generator | Generator | None
+"An int (the same draws every time), a generator, NumPy's or ours (draws that move on with every call), or None (the shared one)."
 
 SHARED_GENERATOR = np.random.default_rng()
 "The generator of every draw given no seed; `manual_seed` restarts it."
@@ -350,8 +376,21 @@ def manual_seed(seed: int) -> np.random.Generator:
 
 
 def random_generator(seed: Seed) -> np.random.Generator:
-    "The generator that `seed` names: a new one from an int, the generator itself, or the shared one for None."
+    "The generator that `seed` names: a new one from an int, the generator itself (a `Generator`'s own), or the shared one for None."
+    if isinstance(seed, Generator):
+        return seed.numpy
     return SHARED_GENERATOR if seed is None else np.random.default_rng(seed)
+
+
+def chosen_seed(seed: Seed, generator: Generator | None) -> Seed:
+    "What a draw comes from: PyTorch's `generator=` or our `seed=` (either, not both), checked."
+    if generator is None:
+        return seed
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a minitorch.Generator, got {type(generator).__name__}")
+    if seed is not None:
+        raise ValueError("give seed= or generator=, not both")
+    return generator
 
 
 def derived_seed(seed: Seed, offset: int) -> Seed:
@@ -413,6 +452,8 @@ def tensor(data: Any, backend: TensorBackend | str | None = None, requires_grad:
         shape, values = data.shape or (1,), data.flatten()   # a copy: the tensor never shares the caller's array
     else:
         shape, values = nested_shape(data) or (1,), np.array(data).ravel()
+        if dtype is None and values.dtype.kind == "f":
+            dtype = float_dtype()   # Python floats: the default dtype, as in PyTorch (an array keeps its own)
     values = values.astype(_inferred_dtype(values) if dtype is None else as_dtype(dtype), copy=False)
     return _made(storage_kind(backend).from_host(values), shape, backend, requires_grad)
 
@@ -423,18 +464,18 @@ def _made(storage: Any, shape: tuple[int, ...], backend: TensorBackend, requires
 
 
 def zeros(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-          dtype: Any = float64, device: object = None) -> Tensor:
+          dtype: Any = None, device: object = None) -> Tensor:
     "A tensor of shape `size` (`zeros(2, 3)` or `zeros((2, 3))`) filled with 0."
     shape, backend = sized(size, backend)
     backend = chosen_backend(backend if device is None else device)
-    return _made(storage_kind(backend).zeros(math.prod(shape), as_dtype(dtype)), shape, backend, requires_grad)
+    return _made(storage_kind(backend).zeros(math.prod(shape), float_dtype(dtype)), shape, backend, requires_grad)
 
 
 def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend | str | None = None,
-         requires_grad: bool = False, dtype: Any = float64, device: object = None) -> Tensor:
+         requires_grad: bool = False, dtype: Any = None, device: object = None) -> Tensor:
     "A tensor of `shape` filled with `fill_value`, a number that `dtype` holds exactly."
     backend = chosen_backend(backend if device is None else device)
-    shape, dtype = _as_shape(shape), as_dtype(dtype)
+    shape, dtype = _as_shape(shape), float_dtype(dtype)
     if not isinstance(fill_value, numbers.Real):
         raise TypeError(f"fill_value must be a number, got {fill_value!r} of type {type(fill_value).__name__}")
     if not is_floating(dtype) and not (math.isfinite(fill_value) and float(fill_value).is_integer()):
@@ -443,7 +484,7 @@ def full(shape: int | Sequence[int], fill_value: float, backend: TensorBackend |
 
 
 def ones(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-         dtype: Any = float64, device: object = None) -> Tensor:
+         dtype: Any = None, device: object = None) -> Tensor:
     "A tensor of shape `size` (`ones(2, 3)` or `ones((2, 3))`) filled with 1."
     shape, backend = sized(size, backend)
     return full(shape, 1, chosen_backend(backend if device is None else device), requires_grad, dtype)
@@ -452,7 +493,7 @@ def ones(*size: int | Sequence[int], backend: TensorBackend | str | None = None,
 def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | Sequence[int], backend: TensorBackend,
            requires_grad: bool, seed: Seed, dtype: Any, what: str) -> Tensor:
     "A tensor of `shape` and a float `dtype` holding `draw(generator, count)`, from a generator seeded with `seed`."
-    shape, dtype = _as_shape(shape), as_dtype(dtype)
+    shape, dtype = _as_shape(shape), float_dtype(dtype)
     if not is_floating(dtype):
         raise TypeError(f"{what}: dtype {dtype} cannot hold them, use float32 or float64")
     values = draw(random_generator(seed), math.prod(shape)).astype(dtype)
@@ -460,11 +501,13 @@ def _drawn(draw: Callable[[np.random.Generator, int], np.ndarray], shape: int | 
 
 
 def rand(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-         seed: Seed = None, dtype: Any = float64, device: object = None) -> Tensor:
+         seed: Seed = None, dtype: Any = None, device: object = None,
+         generator: Generator | None = None) -> Tensor:
     "A tensor of shape `size` with values drawn uniformly from [0, 1); the same `seed` gives the same values."
     shape, backend = sized(size, backend)
     backend = chosen_backend(backend if device is None else device)
-    return _drawn(np.random.Generator.random, shape, backend, requires_grad, seed, dtype, "rand draws fractions in [0, 1)")
+    return _drawn(np.random.Generator.random, shape, backend, requires_grad, chosen_seed(seed, generator), dtype,
+                  "rand draws fractions in [0, 1)")
 
 # %% ../nbs/22_tensor.ipynb #a5a77a02
 def as_array(a: Tensor) -> np.ndarray:
@@ -504,35 +547,36 @@ def arange(start: float, end: float | None = None, step: float = 1, backend: Ten
     if (end - start) * step < 0:
         raise ValueError(f"arange from {start} to {end} with step {step} goes the wrong way: the step's sign must be end - start's")
     if dtype is None:
-        dtype = int64 if all(isinstance(number, numbers.Integral) for number in numbers_given) else float64
+        dtype = int64 if all(isinstance(number, numbers.Integral) for number in numbers_given) else float_dtype()
     values = np.arange(start, end, step).astype(as_dtype(dtype))
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, backend: TensorBackend | str | None = None,
-             requires_grad: bool = False, dtype: Any = float64, device: object = None) -> Tensor:
+             requires_grad: bool = False, dtype: Any = None, device: object = None) -> Tensor:
     "`steps` evenly spaced numbers from `start` to `end`, both included, as `torch.linspace`."
     backend = chosen_backend(backend if device is None else device)
     if not all(isinstance(number, numbers.Real) and math.isfinite(number) for number in (start, end)):
         raise ValueError(f"linspace needs finite numbers, got start={start!r}, end={end!r}")
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"linspace's steps must be a whole number >= 0, got {steps!r}")
-    values = np.linspace(start, end, int(steps)).astype(as_dtype(dtype))
+    values = np.linspace(start, end, int(steps)).astype(float_dtype(dtype))
     return _made(storage_kind(backend).from_host(values), values.shape, backend, requires_grad)
 
 
 def randn(*size: int | Sequence[int], backend: TensorBackend | str | None = None, requires_grad: bool = False,
-          seed: Seed = None, dtype: Any = float64, device: object = None) -> Tensor:
+          seed: Seed = None, dtype: Any = None, device: object = None,
+          generator: Generator | None = None) -> Tensor:
     "A tensor of shape `size` drawn from the standard normal distribution; the same `seed` gives the same values."
     shape, backend = sized(size, backend)
     backend = chosen_backend(backend if device is None else device)
-    return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, seed, dtype,
+    return _drawn(np.random.Generator.standard_normal, shape, backend, requires_grad, chosen_seed(seed, generator), dtype,
                   "randn draws real numbers")
 
 # %% ../nbs/22_tensor.ipynb #7b2f4c8e
 def randint(low: int, high: int | Sequence[int] | None = None, size: int | Sequence[int] | None = None,
             backend: TensorBackend | str | None = None, seed: Seed = None, dtype: Any = int64,
-            device: object = None) -> Tensor:
+            device: object = None, generator: Generator | None = None) -> Tensor:
     "Whole numbers drawn uniformly from `low` up to, not including, `high` (`randint(high, size)`: from 0)."
     backend = chosen_backend(backend if device is None else device)
     if size is None:   # randint(high, size) or randint(high, size=size)
@@ -541,11 +585,12 @@ def randint(low: int, high: int | Sequence[int] | None = None, size: int | Seque
             or low >= high:
         raise ValueError(f"randint needs whole numbers low < high, got low={low!r}, high={high!r}")
     shape = _as_shape(size)
-    values = random_generator(seed).integers(low, high, size=shape).astype(as_dtype(dtype))
+    values = random_generator(chosen_seed(seed, generator)).integers(low, high, size=shape).astype(as_dtype(dtype))
     return _made(storage_kind(backend).from_host(values.reshape(-1)), shape, backend, False)
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, seed: Seed = None) -> Tensor:
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, seed: Seed = None,
+                generator: Generator | None = None) -> Tensor:
     "`num_samples` int64 ids per row of the weights `input` (1-D or 2-D), each id with its weight's share."
     if input.dims > 2 or not is_floating(input.dtype):
         raise TypeError(f"multinomial takes a 1-D or 2-D float tensor of weights, got {input.dtype} of shape {input.shape}")
@@ -555,6 +600,6 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, seed
     if not replacement and num_samples > (rows > 0).sum(1).min():
         raise ValueError(f"multinomial: cannot draw {num_samples} ids without replacement from a row with only "
                          f"{(rows > 0).sum(1).min()} non-zero weights")
-    rng = random_generator(seed)
+    rng = random_generator(chosen_seed(seed, generator))
     ids = np.array([rng.choice(len(row), size=num_samples, replace=replacement, p=row / row.sum()) for row in rows])
     return tensor(ids.reshape(*input.shape[:-1], num_samples), backend=input.backend, dtype=int64)

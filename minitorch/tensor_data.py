@@ -5,9 +5,10 @@
 # %% auto #0
 __all__ = ['Index', 'Shape', 'Strides', 'Storage', 'OutIndex', 'UserIndex', 'UserShape', 'UserStrides', 'float64', 'float32',
            'int64', 'bool_', 'DTYPES', 'PRINT_THRESHOLD', 'PRINT_EDGE', 'IndexingError', 'index_to_position',
-           'to_index', 'strides_from_shape', 'as_dtype', 'is_floating', 'result_dtype', 'stored_array', 'checked_shape',
-           'index_array', 'DeviceStorage', 'TensorData', 'key_entry_error', 'expanded_key', 'dim_position',
-           'slice_steps', 'index_view', 'shape_broadcast', 'broadcast_index']
+           'to_index', 'strides_from_shape', 'as_dtype', 'is_floating', 'result_dtype', 'stored_array',
+           'set_default_dtype', 'get_default_dtype', 'float_dtype', 'checked_shape', 'index_array', 'DeviceStorage',
+           'TensorData', 'key_entry_error', 'expanded_key', 'dim_position', 'slice_steps', 'index_view',
+           'shape_broadcast', 'broadcast_index']
 
 # %% ../nbs/20_tensor_data.ipynb #f4cdff10
 import functools
@@ -106,6 +107,29 @@ def stored_array(values: object) -> Storage:
     if isinstance(values, np.ndarray) and values.dtype in DTYPES:
         return values
     return np.asarray(values, dtype=float64)
+
+# %% ../nbs/20_tensor_data.ipynb #dd46a002
+_default_dtype = float64
+
+
+def set_default_dtype(d: object) -> None:
+    "Make `d` (float32 or float64) the dtype of float tensors made without `dtype=`, as `torch.set_default_dtype`."
+    global _default_dtype
+    dtype = as_dtype(d)
+    if not is_floating(dtype):
+        raise TypeError(f"set_default_dtype: only float32 and float64 can be the default dtype, got {dtype}")
+    _default_dtype = dtype
+
+
+def get_default_dtype() -> np.dtype:
+    "The dtype of float tensors made without `dtype=` (float64 unless `set_default_dtype` changed it)."
+    return _default_dtype
+
+
+def float_dtype(dtype: object = None) -> np.dtype:
+    "`dtype` as one of `DTYPES`, or the default dtype when it is None: what a float factory makes."
+    return _default_dtype if dtype is None else as_dtype(dtype)
+
 
 # %% ../nbs/20_tensor_data.ipynb #afe65378
 PRINT_THRESHOLD = 200

@@ -18,12 +18,12 @@ import numpy as np
 from fastcore.basics import patch
 
 from .autodiff import Context
-from .module import Module
+from .module import Module, Parameter
 from .tensor import INDEX_READERS, INDEX_WRITERS, Seed, Tensor, nested_shape, random_generator, tensor
-from .tensor_data import (IndexingError, TensorData, bool_, float64, index_view, int64, result_dtype,
-                                   shape_broadcast)
+from .tensor_data import (IndexingError, TensorData, bool_, float64, float_dtype, index_view, int64,
+                                   result_dtype, shape_broadcast)
 from .tensor_functions import Function
-from .tensor_ops import TensorBackend, index_bounds, unset_output
+from .tensor_ops import TensorBackend, chosen_backend, index_bounds, unset_output
 
 # %% ../nbs/25_tensor_indexing.ipynb #4ef48781
 def dim_key(dim: int, entry: slice | int | None) -> tuple:
@@ -43,10 +43,10 @@ def _dim_view(a: Tensor, dim: int, part: slice) -> Tensor:
 
 # %% ../nbs/25_tensor_indexing.ipynb #9badfdf6
 def checked_tensors(tensors: Sequence[Tensor], function: str, names: Sequence[str] | None = None) -> list[Tensor]:
-    "`tensors` as a list, or an error if it is empty, holds something else than tensors, or mixes backends."
-    if isinstance(tensors, Tensor):
+    "`tensors` as a list (a `Parameter` as its tensor), or an error if it is empty, holds other things, or mixes backends."
+    if isinstance(tensors, (Tensor, Parameter)):
         raise TypeError(f"{function} takes a sequence of tensors, got one tensor of shape {tensors.shape}")
-    tensors = list(tensors)
+    tensors = [value.value if isinstance(value, Parameter) else value for value in tensors]   # as PyTorch's, its tensor
     names = names or [f"tensor {number}" for number in range(len(tensors))]
     if not tensors:
         raise ValueError(f"{function} needs at least one tensor, got an empty sequence")
@@ -491,8 +491,9 @@ class Embedding(Module):
     "PyTorch's Embedding: a `weight` table of `num_embeddings` vectors of `embedding_dim` numbers, looked up by id."
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, seed: Seed = None,
-                 backend: TensorBackend | str | None = None, dtype: np.dtype = float64):
+                 backend: TensorBackend | str | None = None, dtype: np.dtype | None = None, device: object = None):
         super().__init__()
+        backend = chosen_backend(backend if device is None else device)   # device= as on factories
         if padding_idx is not None and not (_is_int(padding_idx) and -num_embeddings <= padding_idx < num_embeddings):
             raise ValueError(f"padding_idx must be an id of the {num_embeddings} embeddings, got {padding_idx!r}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
@@ -500,7 +501,7 @@ class Embedding(Module):
         values = random_generator(seed).standard_normal((num_embeddings, embedding_dim))
         if self.padding_idx is not None:
             values[self.padding_idx] = 0.0
-        self.add_parameter("weight", tensor(values, backend=backend, dtype=dtype))
+        self.add_parameter("weight", tensor(values, backend=backend, dtype=float_dtype(dtype)))
 
     def forward(self, ids: Tensor) -> Tensor:
         "The vectors of int64 `ids` of any shape: shape `(*ids.shape, embedding_dim)`."

@@ -18,7 +18,7 @@ import numpy as np
 from .data_files import DataNotFoundError, cache_folder, data_folders, find_data, pip_download
 from .module import Module
 from .nn import cross_entropy, logsoftmax
-from .tensor import Tensor, tensor
+from .tensor import Tensor, tensor, zeros
 from .tensor_data import IndexingError, float64, int64
 from .tensor_ops import TensorBackend
 
@@ -197,10 +197,12 @@ def one_hot(ids: Tensor, num_classes: int = -1, dtype: object = float64) -> Tens
 class BigramNetwork(Module):
     "The bigram model as a one-layer network: the logits of the character after id a are row a of `weight` (V, V)."
 
-    def __init__(self, vocab_size: int, backend: TensorBackend | str | None = None, dtype: object = float64):
+    def __init__(self, vocab_size: int, backend: TensorBackend | str | None = None, dtype: object = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         self.vocab_size = vocab_size
-        self.add_parameter("weight", tensor(np.zeros((vocab_size, vocab_size)), backend=backend, dtype=dtype))
+        self.add_parameter("weight", zeros(vocab_size, vocab_size, backend=backend, dtype=dtype))
 
     def forward(self, ids: Tensor) -> Tensor:
         "(B, T) int64 ids give (B, T, V) logits: row ids[b, t] of the weight (a lookup, as `one_hot(ids) @ weight`)."

@@ -17,10 +17,10 @@ from .attention import CausalSelfAttention
 from .module import Module, Parameter
 from .nn import Dropout, Linear
 from .tensor import Seed, Tensor, derived_seed, tensor
-from .tensor_data import float64, is_floating
+from .tensor_data import float64, float_dtype, is_floating
 from .tensor_functions import elementwise
 from .tensor_indexing import Embedding
-from .tensor_ops import TensorBackend
+from .tensor_ops import TensorBackend, chosen_backend
 
 # %% ../nbs/53_transformer.ipynb #4519fcb8
 def float_rsqrt(x: float) -> float:
@@ -91,8 +91,9 @@ class LayerNorm(Module):
     "PyTorch's LayerNorm: `layer_norm` over the last dims `normalized_shape`, with a learned `weight` and `bias`."
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, bias: bool = True,
-                 backend: TensorBackend | str | None = None, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = None, device: object = None):
         super().__init__()
+        backend, dtype = chosen_backend(backend if device is None else device), float_dtype(dtype)   # as factories
         self.normalized_shape, self.eps = normalized_dims(normalized_shape), eps
         self.add_parameter("weight", tensor(np.ones(self.normalized_shape), backend=backend, dtype=dtype))
         zeros = tensor(np.zeros(self.normalized_shape), backend=backend, dtype=dtype)
@@ -168,8 +169,10 @@ class MLP(Module):
     "A Transformer block's MLP, applied at every position alike: Linear C -> 4C, GELU, Linear 4C -> C, dropout."
 
     def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
-                 backend: TensorBackend | str | None = None, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         self.fc = Linear(n_embd, 4 * n_embd, bias=bias, seed=seed, backend=backend, dtype=dtype)
         self.gelu = GELU()
         self.proj = Linear(4 * n_embd, n_embd, bias=bias, seed=derived_seed(seed, 1), backend=backend, dtype=dtype)
@@ -186,8 +189,10 @@ class Block(Module):
     "GPT-2's Transformer block, pre-norm: x + attn(ln_1(x)), then that plus mlp(ln_2(that)); (B, T, C) -> (B, T, C)."
 
     def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True, seed: Seed = None,
-                 backend: TensorBackend | str | None = None, dtype: Any = float64):
+                 backend: TensorBackend | str | None = None, dtype: Any = None,
+                 device: object = None):
         super().__init__()
+        backend = backend if device is None else device   # device= as on factories: the layers below route it
         self.n_embd = n_embd
         self.ln_1 = LayerNorm(n_embd, bias=bias, backend=backend, dtype=dtype)
         self.attn = CausalSelfAttention(n_embd, n_head, dropout=dropout, bias=bias, seed=seed, backend=backend,

@@ -68,7 +68,7 @@ def test_attention_against_torch(backend, dtypes, case):
         mask = rng.random(batch + (length, source) if mask_kind == "full" else (length, source)) < 0.6
         mask[..., 0] = True   # every query sees at least one key: no row of NaN
     ours = [made(array, backend, dtype, requires_grad=True) for array in arrays]
-    out = scaled_dot_product_attention(*ours, attn_mask=None if mask is None else made(mask * 1.0, backend, dtype),
+    out = scaled_dot_product_attention(*ours, attn_mask=None if mask is None else minitorch.tensor(mask, backend=backend),
                                        is_causal=mask_kind == "causal", scale=scale)
     (out * made(upstream, backend, dtype)).sum().backward()
     theirs = [torch.tensor(array.astype(np_dtype), requires_grad=True) for array in arrays]
@@ -203,21 +203,54 @@ def test_causal_self_attention_is_causal(backend):
 def test_masks_mean_may_attend(backend):
     rng = np.random.default_rng(5)
     query, key, value = (minitorch.tensor(rng.normal(size=(2, 4, 3)), backend=backend) for _ in range(3))
-    mask = np.ones((4, 4))
-    mask[:, 2] = 0.0
-    mask[2, 2] = 0.5   # any non-zero number means "may attend", as True does in PyTorch
+    mask = np.ones((4, 4), dtype=bool)
+    mask[:, 2] = False
+    mask[2, 2] = True   # True: may attend, as in PyTorch
     weights = attention_weights(query, key, attn_mask=minitorch.tensor(mask, backend=backend)).to_numpy()
     assert (weights[:, [0, 1, 3], 2] == 0).all() and (weights[:, 2, 2] > 0).all()
     np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-12)
-    as_ints = minitorch.tensor(mask != 0, backend=backend, dtype=minitorch.int64)
-    np.testing.assert_array_equal(attention_weights(query, key, attn_mask=as_ints).to_numpy(), weights)
-    triangle = tril(minitorch.ones((4, 4), backend=backend))
+    additive = minitorch.tensor(np.where(mask, 0.0, -np.inf), backend=backend)   # a float mask is added
+    np.testing.assert_array_equal(attention_weights(query, key, attn_mask=additive).to_numpy(), weights)
+    ones = attention_weights(query, key, attn_mask=minitorch.tensor(mask * 1.0, backend=backend)).to_numpy()
+    assert (ones[:, :, 2] > 0).all()   # 1.0 and 0.0 are added, not read as may/may not: no key hidden
+    as_ints = minitorch.tensor(mask, backend=backend, dtype=minitorch.int64)
+    with pytest.raises(TypeError, match=r"attn_mask must be bool .* or float .*got int64"):
+        attention_weights(query, key, attn_mask=as_ints)
+    with pytest.raises(TypeError, match=r"got float64"):   # as PyTorch: float64 mask, float32 queries
+        attention_weights(query.float(), key.float(), attn_mask=additive)
+    triangle = tril(minitorch.ones((4, 4), backend=backend)) > 0
     np.testing.assert_allclose(attention_weights(query, key, attn_mask=triangle).to_numpy(),
                                attention_weights(query, key, is_causal=True).to_numpy(), rtol=1e-12)
     causal = attention_weights(query, key, is_causal=True).to_numpy()
     assert (np.triu(causal[0], 1) == 0).all() and causal[0, 0, 0] == 1.0
     out = scaled_dot_product_attention(query[:, :1], key, value, is_causal=True)   # L = 1: the first key only
     np.testing.assert_allclose(out.to_numpy(), value.to_numpy()[:, :1], rtol=1e-12)
+
+
+@pytest.mark.task("5.4")
+@needs_torch
+@pytest.mark.parametrize("mask_shape", [(2, 3, 4, 5), (4, 5), (1, 5)])
+def test_float_mask_is_added_as_in_torch(mask_shape):
+    "A float attn_mask is added to the scores: values and gradients (the mask's too) as PyTorch's, F's the same."
+    from minitorch.nn import functional as F
+    rng = np.random.default_rng(11)
+    arrays = [rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 5, 6)), rng.normal(size=(2, 3, 5, 7)),
+              rng.normal(size=mask_shape)]
+    arrays[3][..., 1] = -np.inf   # a hidden key, as a float mask hides one
+    upstream = rng.normal(size=(2, 3, 4, 7))
+    theirs = [torch.tensor(array, requires_grad=True) for array in arrays]
+    expected = torch.nn.functional.scaled_dot_product_attention(*theirs[:3], attn_mask=theirs[3], scale=0.7)
+    (expected * torch.tensor(upstream)).sum().backward()
+    for function in (scaled_dot_product_attention, F.scaled_dot_product_attention):
+        ours = [minitorch.tensor(array, requires_grad=True) for array in arrays]
+        out = function(*ours[:3], attn_mask=ours[3], scale=0.7)
+        (out * minitorch.tensor(upstream)).sum().backward()
+        close(out, expected, 1e-10, "values")
+        for name, mine, reference in zip(["query", "key", "value", "attn_mask"], ours, theirs):
+            close(mine.grad, reference.grad, 1e-10, f"gradient of the {name}")
+    out = scaled_dot_product_attention(*ours[:3], attn_mask=ours[3].detach().float(), scale=0.7)
+    close(out, expected, 1e-6, "a float32 mask")
+    assert out.dtype == minitorch.float64
 
 
 @pytest.mark.task("5.4")

@@ -190,3 +190,30 @@ def test_to_a_device_moves_values_and_gradients_and_modules():
     assert layer(minitorch.ones(4, 3, device="cuda", dtype=minitorch.float32)).shape == (4, 2)
     layer.to("cpu")
     assert layer.weight.device == "cpu" and layer.bias.device == "cpu"
+
+
+def test_layers_take_device_and_dtype_as_torch():
+    from minitorch.attention import CausalSelfAttention
+    from minitorch.transformer import Block
+    nn = minitorch.nn
+    layers = [nn.Linear(3, 2, device="cpu", dtype=minitorch.float32), nn.Conv1d(1, 2, 3, device="cpu", dtype=minitorch.float32),
+              nn.Conv2d(1, 2, 3, device="cpu", dtype=minitorch.float32), nn.Embedding(4, 3, device="cpu", dtype=minitorch.float32),
+              nn.LayerNorm(3, device="cpu", dtype=minitorch.float32), CausalSelfAttention(4, 2, device="cpu", dtype=minitorch.float32),
+              Block(4, 2, device="cpu", dtype=minitorch.float32)]
+    for layer in layers:
+        assert all(p.device == "cpu" and p.dtype == minitorch.float32 for p in layer.parameters()), layer
+    assert nn.Linear(3, 2, device="cpu").weight.device == "cpu" and nn.Linear(3, 2).weight.dtype == minitorch.float64
+    assert nn.Linear(3, 2, device=SimpleBackend).weight.value.backend is SimpleBackend   # a backend is a device too
+    minitorch.set_default_backend("fast")
+    assert nn.Linear(3, 2, device="cpu").weight.value.backend is FastBackend   # "cpu": the default host backend
+    assert nn.Conv2d(1, 2, 3, device=minitorch.device("fast")).bias.value.backend is FastBackend
+    with pytest.raises(ValueError, match="no backend called 'tpu'"):
+        nn.Linear(3, 2, device="tpu")
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU or Numba's simulator")
+def test_layers_made_on_cuda_with_device():
+    nn = minitorch.nn
+    for layer in [nn.Linear(3, 2, device="cuda"), nn.Conv1d(1, 2, 3, device="cuda"), nn.Conv2d(1, 2, 3, device="cuda:0"),
+                  nn.Embedding(4, 3, device="cuda"), nn.LayerNorm(3, device="cuda")]:
+        assert all(p.is_cuda and p.device == "cuda" for p in layer.parameters()), layer

@@ -53,8 +53,11 @@ def test_dtype_names_are_numpy_dtypes_with_pytorch_names():
 
 @pytest.mark.parametrize("bad", ["float16", "complex64", None, "tensor", 3.5, np.uint8])
 def test_a_dtype_that_does_not_exist_is_refused_with_the_choices(bad):
-    with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64, bool"):
-        zeros(2, dtype=bad)
+    if bad is None:   # a factory's dtype=None is the default dtype, as in PyTorch
+        assert zeros(2, dtype=bad).dtype == minitorch.get_default_dtype()
+    else:
+        with pytest.raises(TypeError, match=r"is not a tensor dtype: use one of float64, float32, int64, bool"):
+            zeros(2, dtype=bad)
     with pytest.raises(TypeError, match="is not a tensor dtype"):
         tensor([1.0]).to(bad)
 
@@ -421,3 +424,48 @@ def test_module_to_converts_parameters_as_torch(backend):
     assert model.double().to("float64") is model and all(p.value.dtype == float64 for p in model.parameters())
     with pytest.raises(TypeError, match="convert to float32 or float64 only"):
         model.to(int64)
+
+
+@pytest.fixture
+def float32_default():
+    "The default dtype float32 for one test, float64 again after it whatever happens."
+    minitorch.set_default_dtype(float32)
+    try:
+        yield
+    finally:
+        minitorch.set_default_dtype(float64)
+
+
+@pytest.mark.usefixtures("float32_default")
+@with_backends
+def test_set_default_dtype_makes_float_factories_and_layers_follow(backend):
+    from minitorch.transformer import LayerNorm
+    assert minitorch.get_default_dtype() == float32
+    made = [tensor([0.5, 1.0], backend=backend), zeros(2, backend=backend), ones(2, backend=backend),
+            rand(2, backend=backend), minitorch.randn(2, backend=backend), minitorch.full((2,), 3.0, backend=backend),
+            minitorch.arange(0.0, 1.0, 0.5, backend=backend), minitorch.linspace(0, 1, 3, backend=backend)]
+    assert [t.dtype for t in made] == [float32] * len(made)
+    layers = [nn.Linear(3, 2, backend=backend), nn.Conv1d(1, 2, 3, backend=backend),
+              nn.Conv2d(1, 2, 3, backend=backend), nn.Embedding(4, 3, backend=backend), LayerNorm(3, backend=backend)]
+    assert {p.value.dtype for layer in layers for p in layer.parameters()} == {float32}
+    assert tensor([1, 2], backend=backend).dtype == int64 and zeros(2, dtype=float64, backend=backend).dtype == float64
+    assert tensor(np.zeros(2), backend=backend).dtype == float64   # an array keeps its dtype, as in PyTorch
+    assert "dtype" not in repr(zeros(2, backend=backend)) and "dtype=float64" in repr(zeros(2, dtype=float64))
+
+
+@needs_torch
+def test_default_dtype_as_torch():
+    assert minitorch.get_default_dtype() == float64   # ours (PyTorch's: float32)
+    for bad in (int64, bool_, "float16"):
+        with pytest.raises(TypeError, match="default dtype|not a tensor dtype"):
+            minitorch.set_default_dtype(bad)
+        with pytest.raises(TypeError):
+            torch.set_default_dtype(torch_dtype(bad) if bad != "float16" else torch.int32)
+    assert minitorch.get_default_dtype() == float64 and nn.Linear(2, 2).weight.value.dtype == float64
+    previous = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        minitorch.set_default_dtype(minitorch.float64)
+        assert str(torch.get_default_dtype()).endswith(minitorch.get_default_dtype().name)
+    finally:
+        torch.set_default_dtype(previous)

@@ -102,3 +102,48 @@ def test_sampling_repeats_after_manual_seed():
     first = [sample_next(logits) for _ in range(30)]
     manual_seed(5)
     assert [sample_next(logits) for _ in range(30)] == first and len(set(first)) > 1
+
+
+def generator_draws(backend, generator) -> list:
+    "One draw of each function that takes `generator=`, as torch's do, from `generator`."
+    weights = minitorch.tensor([[1.0, 2.0, 3.0], [3.0, 0.0, 1.0]], backend=backend)
+    target = minitorch.zeros(2, 3)
+    init = minitorch.nn.init
+    return [minitorch.rand((2, 3), backend=backend, generator=generator).tolist(),
+            minitorch.randn(4, backend=backend, generator=generator).tolist(),
+            minitorch.randint(0, 100, (5,), backend=backend, generator=generator).tolist(),
+            minitorch.multinomial(weights, 2, generator=generator).tolist(),
+            init.uniform_(target, generator=generator).tolist(), init.normal_(target, generator=generator).tolist(),
+            init.xavier_uniform_(target, generator=generator).tolist(),
+            init.xavier_normal_(target, generator=generator).tolist(),
+            init.kaiming_uniform_(target, generator=generator).tolist(),
+            init.kaiming_normal_(target, generator=generator).tolist()]
+
+
+@pytest.mark.task("2.1")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_generator_repeats_its_draws_and_leaves_the_shared_one_alone(backend):
+    manual_seed(5)
+    expected = unseeded_draws(backend)
+    manual_seed(5)
+    first = generator_draws(backend, minitorch.Generator().manual_seed(3))
+    assert generator_draws(backend, minitorch.Generator().manual_seed(3)) == first   # the same seed, the same draws
+    assert unseeded_draws(backend) == expected   # the shared generator did not move
+    generator = minitorch.Generator().manual_seed(3)
+    assert generator_draws(backend, generator) == first and generator_draws(backend, generator) != first  # moves on
+
+
+def test_generator_as_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = minitorch.Generator(), torch.Generator()
+    assert ours.initial_seed() == theirs.initial_seed()   # a new generator's seed
+    assert ours.manual_seed(7) is ours and theirs.manual_seed(7) is theirs
+    assert ours.initial_seed() == theirs.initial_seed() == 7
+    seed = ours.seed()
+    assert isinstance(seed, int) and ours.initial_seed() == seed and seed >= 0
+    with pytest.raises(ValueError, match="whole number >= 0"):
+        ours.manual_seed(2.5)
+    with pytest.raises(ValueError, match="seed= or generator=, not both"):
+        minitorch.rand(2, seed=1, generator=ours)
+    with pytest.raises(TypeError, match="generator must be a minitorch.Generator"):
+        minitorch.randn(2, generator=np.random.default_rng(0))

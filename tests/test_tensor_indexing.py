@@ -129,6 +129,26 @@ def test_stack_matches_numpy_and_torch(backend, shape, count, data):
     assert_grads([leaf for leaf, _, _ in made], [leaf for leaf, _ in twins])
 
 
+@pytest.mark.task("2.9")
+def test_cat_and_stack_take_parameters_as_torch(backend):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=(2, 3)), rng.normal(size=(2, 3))]
+    ours = [minitorch.Parameter(tensor(value, backend=backend)) for value in values]
+    theirs = [torch.nn.Parameter(torch.tensor(value)) for value in values]
+    weights = rng.normal(size=(2, 2, 3))
+    joined, stacked = cat([ours[0], ours[1]], dim=1), stack(ours, dim=1)
+    ((joined.view(2, 2, 3) + stacked) * tensor(weights, backend=backend)).sum().backward()
+    expected = torch.cat(theirs, dim=1).view(2, 2, 3) + torch.stack(theirs, dim=1)
+    (expected * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(joined.view(2, 2, 3).to_numpy() + stacked.to_numpy(), expected.detach().numpy(), rtol=1e-12)
+    for mine, reference in zip(ours, theirs):   # the gradients reach the parameters
+        np.testing.assert_allclose(mine.grad.to_numpy(), reference.grad.numpy(), rtol=1e-12)
+    assert cat([ours[0], tensor(values[1], backend=backend)]).shape == (4, 3)   # parameters and tensors mixed
+    with pytest.raises(TypeError, match="takes a sequence of tensors"):
+        cat(ours[0])
+
+
 def test_cat_and_stack_errors(backend):
     other = backend_named("fast" if backend is backend_named("simple") else "simple")
     ones = lambda shape, on=backend: tensor(np.ones(shape), backend=on)  # noqa: E731
