@@ -73,7 +73,8 @@ test: venv
 	$(MAKE) --no-print-directory sync; \
 	echo "== pytest, roundtrip and learner-loop side by side (each prints when it ends); the learner loop's solved"; \
 	echo "   edition runs its notebooks one after another, so the others yield the processor to it (nice)"; \
-	$(MAKE) --no-print-directory -j3 --output-sync=target pytest roundtrip learner-loop NICE="nice -n 10"; \
+	$(MAKE) --no-print-directory -j3 --output-sync=target pytest roundtrip learner-loop NICE="nice -n 10" \
+	  PYTEST_FLAGS="-n 1"; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
 
 sync: $(STAMP)
@@ -81,6 +82,8 @@ sync: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH bash .ci/sync_check.sh
 
 # pytest runs on every core (at most 4 workers: each holds Numba's compiled kernels, and PyTorch where installed).
+# In `make test`, beside the other steps that fill the cores, one worker: each worker compiles every kernel it
+# meets (most of a cold run's time), so a second one would compile them all again.
 PYTEST_FLAGS ?= -n auto --maxprocesses 4 --dist worksteal
 pytest: venv
 	@echo "== pytest tests/ (MINITORCH_TEST_DEPTH=$${MINITORCH_TEST_DEPTH:-quick})"
