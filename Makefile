@@ -71,8 +71,8 @@ lab: venv
 test: venv
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory sync; \
-	echo "== pytest, roundtrip and learner-loop side by side (each prints when it ends); the learner loop's solved"; \
-	echo "   edition runs its notebooks one after another, so the others yield the processor to it (nice)"; \
+	echo "== pytest, roundtrip and learner-loop side by side (each prints when it ends): the learner loop's solved"; \
+	echo "   edition runs its notebooks one after another and pytest in one worker, so the round trip yields to them"; \
 	$(MAKE) --no-print-directory -j3 --output-sync=target pytest roundtrip learner-loop NICE="nice -n 10" \
 	  PYTEST_FLAGS="-n 1"; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
@@ -87,7 +87,7 @@ sync: $(STAMP)
 PYTEST_FLAGS ?= -n auto --maxprocesses 4 --dist worksteal
 pytest: venv
 	@echo "== pytest tests/ (MINITORCH_TEST_DEPTH=$${MINITORCH_TEST_DEPTH:-quick})"
-	$(NICE) $(BIN)/python -m pytest tests/ -q -p no:cacheprovider $(PYTEST_FLAGS)
+	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider $(PYTEST_FLAGS)
 
 nbtest: $(STAMP)
 	@echo "== nbdev_test: every notebook, each in a fresh process, two at a time"
