@@ -1,7 +1,8 @@
 """Shared pytest set-up: the `task` marker of the exercise edition, optional PyTorch, and how deep to test.
 
-`MINITORCH_TEST_DEPTH=full` (CI sets it) runs every hypothesis test with the examples it chose; the default,
-`quick`, runs at most `QUICK_MAX_EXAMPLES` of them (the chosen counts are the full depth). On the CUDA
+`MINITORCH_TEST_DEPTH=full` (CI sets it) runs every hypothesis test with the examples it chose, and the tests
+marked `full_depth` (long runs checked elsewhere in short); the default, `quick`, runs at most
+`QUICK_MAX_EXAMPLES` of them (the chosen counts are the full depth). On the CUDA
 simulator every example launches dozens of kernels in Python threads, so there the caps are lower still.
 """
 import os
@@ -39,10 +40,17 @@ def pytest_configure(config):
     if DEPTH not in ("quick", "full"):
         raise pytest.UsageError(f"MINITORCH_TEST_DEPTH must be quick or full, got {DEPTH!r}")
     config.addinivalue_line("markers", "task(id): the test checks exercise task `id` (run with --task id)")
+    config.addinivalue_line("markers", "full_depth: a long run made only at MINITORCH_TEST_DEPTH=full (CI) or "
+                                       "in a task's check")
 
 
 def pytest_collection_modifyitems(config, items):
     task = config.getoption("--task")
+    if DEPTH == "quick" and task is None:
+        long_run = pytest.mark.skip(reason="a long run: MINITORCH_TEST_DEPTH=full (as CI sets it) makes it")
+        for item in items:
+            if item.get_closest_marker("full_depth"):
+                item.add_marker(long_run)
     if task is None:
         return
     selected = [item for item in items if any(task in mark.args for mark in item.iter_markers("task"))]

@@ -45,6 +45,7 @@ def test_linear_forward_is_an_affine_map(inputs, seed):
 
 
 @task
+@pytest.mark.full_depth  # 26 s; 15_scalar_train's short run always runs
 def test_xor_reaches_95_percent_in_500_epochs():
     data = minitorch.datasets["Xor"](50, seed=1)
     model = ScalarNetwork(hidden=10, seed=0)

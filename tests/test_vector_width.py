@@ -106,6 +106,7 @@ def without_avx512(features: str) -> str:
                     for feature in features.split(","))
 
 
+@pytest.mark.full_depth  # 20 s: compiles the kernels afresh in a second process
 @pytest.mark.skipif("+avx2" not in fast_ops.get_host_cpu_features().split(","), reason="needs a processor with AVX2")
 def test_products_with_the_tiles_of_an_avx2_processor(tmp_path):
     "A fresh process compiled as for a Haswell (16 registers of 32 bytes) gets 128-byte tiles that multiply right."
