@@ -111,8 +111,8 @@ def test_dropout(backend, rate, seed):
     kept = out != 0
     assert abs(1 - kept.mean() - rate) < 0.1
     np.testing.assert_allclose(out[kept], x.to_numpy()[kept] / (1 - rate))
-    if 0 < rate < 1:
-        grad_check(lambda t: dropout(t, rate, rng=seed), x)
+    if 0 < rate < 1:  # on a few entries: the CUDA simulator runs a thread per entry in Python
+        grad_check(lambda t: dropout(t, rate, rng=seed), tensor(x.to_numpy()[:2, :5], backend=backend))
 
 
 @pytest.mark.task("4.4")
