@@ -83,7 +83,7 @@ sync: $(STAMP)
 
 # pytest runs on every core (at most 4 workers: each holds Numba's compiled kernels, and PyTorch where installed).
 # In `make test`, beside the other steps that fill the cores, one worker: each worker compiles every kernel it
-# meets (most of a cold run's time), so a second one would compile them all again.
+# meets (most of a cold run's time), so a second one would compile most of them again.
 PYTEST_FLAGS ?= -n auto --maxprocesses 4 --dist worksteal
 pytest: venv
 	@echo "== pytest tests/ (MINITORCH_TEST_DEPTH=$${MINITORCH_TEST_DEPTH:-quick})"
