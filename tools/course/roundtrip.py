@@ -1,10 +1,10 @@
 """Check the exercise edition end to end.
 
-On the course itself every task's notebook check must pass (its pytest tests run in `make pytest`). A
-check that leaves out no other task's cells runs a prefix of its notebook, which the learner loop runs whole, so only the others run here, and tasks whose checks run exactly the same cells
-of a notebook are checked there once. In a freshly written exercise edition the package must still
-import, and every task's check must fail on its own task (not on a broken untagged cell). Checks run
-two at a time.
+On the course itself every task's notebook check must pass (its pytest tests run in `make pytest`). A check
+that leaves out no other task's cells runs a prefix of its notebook, which the learner loop runs whole, so
+only the others run here, and tasks whose checks run exactly the same cells of a notebook are checked there
+once. In a freshly written exercise edition the package must still import, and every task's check must fail on
+its own task (not on a broken untagged cell). Checks run two at a time.
 
     python tools/course/roundtrip.py
 """
