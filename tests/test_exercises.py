@@ -38,6 +38,7 @@ def test_malformed_regions_are_reported(broken, message):
         exercises.stub_source(broken, "demo")
 
 
+ROOT = Path(__file__).parent.parent
 check_spec = importlib.util.spec_from_file_location("check", Path(__file__).parent.parent / "tools" / "course" / "check.py")
 check = importlib.util.module_from_spec(check_spec)
 check_spec.loader.exec_module(check)
@@ -123,6 +124,29 @@ def test_solutions_are_collected_with_the_stub_they_replace():
     assert solutions == [{"task": "0.1", "function": "mul", "code": ["    product = x * y", "    return product"],
                           "stub": stubbed.splitlines()[2:4]}]
     assert stubbed.splitlines()[2] == "    # TODO: task 0.1"
+
+
+def test_the_learner_loop_types_a_solution_back_as_the_course_wrote_it(tmp_path, monkeypatch):
+    "Its markers and the cell's final newline included, so the solved edition exports the course's modules."
+    import nbformat
+    path = write_notebook(tmp_path / "00_a.ipynb", SOURCE)
+    solutions = []
+    for cell in nbformat.read(path, as_version=4).cells[1:]:
+        stubbed, _ = exercises.stub_source(cell.source, "demo", solutions)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].source = stubbed
+    nbformat.write(nb, path)
+    assert stubbed.endswith("\n")
+    loop_spec = importlib.util.spec_from_file_location("learner_loop", ROOT / "tools" / "course" / "learner_loop.py")
+    loop = importlib.util.module_from_spec(loop_spec)
+    loop_spec.loader.exec_module(loop)
+    solution_spec = importlib.util.spec_from_file_location("solution", ROOT / "tools" / "course" / "solution.py")
+    solution = importlib.util.module_from_spec(solution_spec)
+    solution_spec.loader.exec_module(solution)
+    monkeypatch.setattr(solution, "ROOT", tmp_path)
+    region = {**solutions[0], "notebook": path.name, "cell": nb.cells[1].get("id")}
+    assert solution.apply(loop.with_markers(region))
+    assert nbformat.read(path, as_version=4).cells[1].source == SOURCE
 
 
 def test_the_readme_of_the_edition_starts_with_the_first_task(tmp_path):

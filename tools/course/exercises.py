@@ -82,7 +82,7 @@ The course's own README follows.
 def stub_source(source: str, where: str, solutions: list[dict] | None = None) -> tuple[str, list[str]]:
     "Replace each solution region in `source` by a stub, adding the regions to `solutions`; return the new source and its task ids."
     out, tasks, region, kept = [], [], None, []
-    for number, line in enumerate(source.splitlines(), 1):
+    for number, line in enumerate(source.split("\n"), 1):  # a final newline stays
         begin = BEGIN.match(line)
         if region is None and begin:
             if not begin["indent"]:

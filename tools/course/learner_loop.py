@@ -5,8 +5,11 @@
 2. Solved: every solution typed into the notebooks (the files, as a learner's saved work; nothing exported),
    then every numbered notebook run in order, each in a fresh kernel, and the front page (`index`) last:
    all must run clean. Only the live notebooks (tools/course/live.py) carry the learner's code into the
-   package here. Typed in, the notebooks are the course's own (but for the solution markers; checked),
-   so this is also the course's notebook test: `make test` runs no other.
+   package here. Typed in (with the course's solution comments), the notebooks are the course's own
+   (checked), so this is also the course's notebook test: `make test` runs no other. The solved edition
+   shares Numba's cache of compiled kernels with the course's package (and so with `make pytest` beside it):
+   Numba loads a cached kernel only for a module whose text is the one it was compiled from, which the solved
+   notebooks write.
 
 The two halves run at once, on two editions. Cells that `nbdev_test` skips (`#| slow`, `#| cuda`,
 `#| eval: false`) are skipped here too.
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +35,6 @@ sys.path.insert(0, str(ROOT / "tools" / "site"))
 from nbcells import skip_flags, skipped_as_raw  # noqa: E402
 
 STUB = re.compile(r"Task (\d+)\.(\d+) is not done yet")
-MARKER = re.compile(r"^\s*# (BEGIN SOLUTION.*|END SOLUTION)\s*$")
 TIMEOUT_SECONDS = 900
 
 
@@ -45,13 +48,13 @@ def numbered_notebooks(edition: Path) -> list[Path]:
     return sorted((edition / "nbs").glob("[0-9][0-9]_*.ipynb"))
 
 
-def run_notebook(path: Path, edition: Path) -> str | None:
-    "Run the notebook at `path` in a fresh kernel, with the edition first on the import path; the error, or None."
+def run_notebook(path: Path, edition: Path, env: dict[str, str] | None = None) -> str | None:
+    "Run the notebook at `path` in a fresh kernel, the edition first on the import path (and `env` set); the error, or None."
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     nb = nbformat.read(path, as_version=4)
     skipped_as_raw(nb, skip_flags(edition))
-    env = {**os.environ, "PYTHONPATH": str(edition), "NUMBA_ENABLE_CUDASIM": "1"}
+    env = {**os.environ, "PYTHONPATH": str(edition), "NUMBA_ENABLE_CUDASIM": "1", **(env or {})}
     env.pop("IN_TEST", None)
     client = NotebookClient(nb, timeout=TIMEOUT_SECONDS, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -68,23 +71,29 @@ def write_edition(destination: Path) -> None:
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def with_markers(region: dict) -> dict:
+    "The solution region with the course's BEGIN/END SOLUTION comments around its code, at the stub's indent."
+    indent = region["stub"][0][:len(region["stub"][0]) - len(region["stub"][0].lstrip())]
+    return {**region, "code": [f"{indent}# BEGIN SOLUTION {region['task']}", *region["code"], f"{indent}# END SOLUTION"]}
+
+
 def type_every_solution(edition: Path) -> int:
-    "Put every solution back into the edition's notebooks (not exporting); return how many regions."
+    """Put every solution back into the edition's notebooks (not exporting), with the course's solution markers
+    (comments), so that each notebook is the course's own; return how many regions."""
     sys.path.insert(0, str(edition / "tools" / "course"))
     import solution
     solution.ROOT = edition
     regions = json.loads((edition / "solutions" / "solutions.json").read_text())
-    missed = [region for region in regions if not solution.apply(region)]
+    missed = [region for region in regions if not solution.apply(with_markers(region))]
     if missed:
         raise SystemExit(f"could not put back {len(missed)} solution regions, e.g. {missed[0]['function']}")
     return len(regions)
 
 
 def unlike_the_course(edition: Path) -> list[str]:
-    "The notebooks of `edition` whose cells differ from the course's, solution markers and trailing spaces aside."
+    "The notebooks of `edition` whose cells differ from the course's, trailing spaces aside."
     def lines(path: Path) -> list[list[str]]:
-        return [[line.rstrip() for line in cell.source.splitlines() if not MARKER.match(line)]
-                for cell in nbformat.read(path, as_version=4).cells]
+        return [[line.rstrip() for line in cell.source.splitlines()] for cell in nbformat.read(path, as_version=4).cells]
     return [path.name for path in sorted((ROOT / "nbs").glob("[!_]*.ipynb"))
             if not (edition / "nbs" / path.name).exists() or lines(path) != lines(edition / "nbs" / path.name)]
 
@@ -103,13 +112,25 @@ def untouched_problems(edition: Path) -> list[str]:
     return problems
 
 
+def share_compiled_kernels(edition: Path) -> dict[str, str]:
+    """Point the edition's Numba cache at the course's (`minitorch/__pycache__`), so that both load what either
+    compiled; Numba loads a cached kernel only for a module whose text is the one it was compiled from. Python's
+    own bytecode goes elsewhere: return the environment that says where."""
+    course, folder = ROOT / "minitorch" / "__pycache__", edition / "minitorch" / "__pycache__"
+    course.mkdir(exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.symlink_to(course, target_is_directory=True)
+    return {"PYTHONPYCACHEPREFIX": str(edition / ".bytecode")}
+
+
 def solved_problems(edition: Path) -> list[str]:
     "Type every solution in, then run each notebook in order in a fresh kernel; the notebooks that fail."
     print(f"  typed {type_every_solution(edition)} solution regions into the notebooks, exported nothing")
     problems = [f"solved {name} is not the course's notebook" for name in unlike_the_course(edition)]
+    env = share_compiled_kernels(edition)
     for path in [*numbered_notebooks(edition), edition / "nbs" / "index.ipynb"]:   # the front page uses chapter 0
         started = time.perf_counter()
-        error = run_notebook(path, edition)
+        error = run_notebook(path, edition, env)
         print(f"  solved {path.name}: {'clean' if error is None else 'FAILED: ' + error[:300]}"
               f" ({time.perf_counter() - started:.0f} s)", flush=True)
         if error is not None:
