@@ -74,7 +74,7 @@ test: venv
 	echo "== pytest, roundtrip and learner-loop side by side (each prints when it ends): the learner loop's solved"; \
 	echo "   edition runs its notebooks one after another and pytest in one worker, so the round trip yields to them"; \
 	$(MAKE) --no-print-directory -j3 --output-sync=target pytest roundtrip learner-loop NICE="nice -n 10" \
-	  PYTEST_FLAGS="-n 1"; \
+	  PYTEST_FLAGS="$(TEST_WORKERS)"; \
 	echo "make test: all steps passed in $$(( $$(date +%s) - start )) s"
 
 sync: $(STAMP)
@@ -84,7 +84,9 @@ sync: $(STAMP)
 # pytest runs on every core (at most 4 workers: each holds Numba's compiled kernels, and PyTorch where installed).
 # In `make test`, beside the other steps that fill the cores, one worker: each worker compiles every kernel it
 # meets (most of a cold run's time), so a second one would compile most of them again.
+# At full depth (CI) pytest outlasts the other steps by far: two workers there.
 PYTEST_FLAGS ?= -n auto --maxprocesses 4 --dist worksteal
+TEST_WORKERS = $(if $(filter full,$(MINITORCH_TEST_DEPTH)),-n 2 --dist worksteal,-n 1)
 pytest: venv
 	@echo "== pytest tests/ (MINITORCH_TEST_DEPTH=$${MINITORCH_TEST_DEPTH:-quick})"
 	$(BIN)/python -m pytest tests/ -q -p no:cacheprovider $(PYTEST_FLAGS)
