@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import minitorch
 from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
+from minitorch.fast_ops import ELEMENT_WORK, PARALLEL_WORK
 from minitorch.fused import SoftmaxFun, float32_exp_nonpositive, fused_softmax
 from minitorch.nn import Linear, softmax
 from minitorch.tensor_indexing import tril
@@ -380,9 +381,12 @@ def test_fused_softmax_against_torch(backend, dtypes, data, shape, scale, specia
 
 
 @settings(max_examples=20, deadline=None)
-@given(data=st.data(), shape=st.lists(st.integers(1, 70), min_size=1, max_size=3).map(tuple))
+@given(data=st.data(), shape=st.lists(st.integers(1, 70), min_size=1, max_size=3).map(tuple)
+       .filter(lambda shape: math.prod(shape) * ELEMENT_WORK < PARALLEL_WORK))
 def test_fused_softmax_matches_the_composed_one(data, shape):
     "Rows long enough for the kernels' SIMD loops, and softmax and fused_softmax in one float64 tolerance."
+    # Below the size at which kernels go parallel: the composed softmax's eight parallel kernels would take more
+    # time to compile than the whole test, and test_fast_kernels checks map, zip and reduce on threads.
     dim = data.draw(st.integers(0, len(shape) - 1))
     values, upstream = data.draw(arrays(shape)) * 5, data.draw(arrays(shape))
     results = []
@@ -393,6 +397,22 @@ def test_fused_softmax_matches_the_composed_one(data, shape):
         results.append((out.to_numpy(), scores.grad.to_numpy()))
     for fused, composed in zip(results[1], results[0]):
         np.testing.assert_allclose(fused, composed, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_fused_softmax_on_threads_matches_numpy(dim):
+    "Rows shared between threads (work above PARALLEL_WORK), both ways, against softmax and its gradient in NumPy."
+    rng = np.random.default_rng(dim)
+    values, upstream = rng.normal(size=(300, 257)) * 5, rng.normal(size=(300, 257))
+    assert values.size * ELEMENT_WORK >= PARALLEL_WORK
+    scores = made(values, minitorch.FastBackend, minitorch.float64, requires_grad=True)
+    out = fused_softmax(scores, dim)
+    out.backward(made(upstream, minitorch.FastBackend, minitorch.float64))
+    shifted = np.exp(values - values.max(axis=dim, keepdims=True))
+    weights = shifted / shifted.sum(axis=dim, keepdims=True)
+    gradient = weights * (upstream - (weights * upstream).sum(axis=dim, keepdims=True))
+    np.testing.assert_allclose(out.to_numpy(), weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(scores.grad.to_numpy(), gradient, rtol=1e-10, atol=1e-13)
 
 
 def test_fused_softmax_gradient_by_central_differences():
