@@ -383,7 +383,9 @@ def fold_lane(fn, start: float, storage: Storage, position: int, length: int, st
     if stride != 1 or length < 2 * LANE_WIDTH:
         return reduce_lane(fn, start, storage, position, length, stride)
     rows = length // LANE_WIDTH
-    partial[:] = storage[position:position + LANE_WIDTH]
+    first_row = storage[position:position + LANE_WIDTH]
+    for col in range(LANE_WIDTH):  # a loop compiles in a fraction of the time `partial[:] = first_row` takes
+        partial[col] = first_row[col]
     fold_lines(fn, partial, 0, storage, position + LANE_WIDTH, LANE_WIDTH, rows - 1, LANE_WIDTH)
     total = reduce_lane(fn, start, partial, 0, LANE_WIDTH, 1)
     return reduce_lane(fn, total, storage, position + rows * LANE_WIDTH, length - rows * LANE_WIDTH, 1)
@@ -765,8 +767,10 @@ def fast_gather_kernel(out_storage: Storage, out_shape: Shape, out_strides: Stri
             in_position = index_to_position(out_index, in_strides)
             if index_step == 0:  # one id for the whole line (index_select, an embedding lookup): a row copy
                 row = in_position + index_storage[index_position] * dim_stride
-                if out_step == 1 and in_step == 1:  # adjacent on both sides: a block copy
-                    out_storage[out_position:out_position + length] = in_storage[row:row + length]
+                if out_step == 1 and in_step == 1:  # adjacent on both sides: a block copy, as a loop (it compiles faster)
+                    out_line, in_line = out_storage[out_position:out_position + length], in_storage[row:row + length]
+                    for step in range(length):
+                        out_line[step] = in_line[step]
                 else:
                     for step in range(length):
                         out_storage[out_position + step * out_step] = in_storage[row + step * in_step]
