@@ -70,9 +70,9 @@ VECTOR_BYTES = vector_bytes(target_features())
 "Bytes in one of the widest vector registers of the processor Numba compiles for."
 
 # %% ../nbs/30_fast_ops.ipynb #ebcf1de3
-to_index = njit(tensor_data.to_index)
-broadcast_index = njit(tensor_data.broadcast_index)
-index_to_position = njit(tensor_data.index_to_position)
+to_index = njit(cache=True)(tensor_data.to_index)
+broadcast_index = njit(cache=True)(tensor_data.broadcast_index)
+index_to_position = njit(cache=True)(tensor_data.index_to_position)
 
 
 @functools.cache
@@ -87,7 +87,7 @@ SMALLEST_CHUNK = 4096
 "Ordinals a chunk of the general path holds at least (the last one may hold fewer)."
 
 
-@njit
+@njit(cache=True)
 def shape_size(shape: Shape) -> int:
     "The number of elements of a tensor of `shape`."
     size = 1
@@ -96,7 +96,7 @@ def shape_size(shape: Shape) -> int:
     return size
 
 
-@njit
+@njit(cache=True)
 def same_contiguous_layout(out_shape: Shape, out_strides: Strides, in_shape: Shape, in_strides: Strides) -> bool:
     "Whether both tensors have one shape and row-major strides, so element `i` is storage position `i` in both."
     if len(out_shape) != len(in_shape):
@@ -109,14 +109,14 @@ def same_contiguous_layout(out_shape: Shape, out_strides: Strides, in_shape: Sha
     return True
 
 
-@njit
+@njit(cache=True)
 def broadcast_stride(out_shape: Shape, shape: Shape, strides: Strides, dim: int) -> int:
     "How far one step along output dim `dim` moves in a tensor of `shape` broadcast to `out_shape` (0 where it broadcasts)."
     own = dim - (len(out_shape) - len(shape))  # the tensor's own dim, aligned from the right; below 0: none
     return strides[own] if own >= 0 and shape[own] > 1 else 0
 
 
-@njit
+@njit(cache=True)
 def line_start(out_shape: Shape, shape: Shape, strides: Strides) -> int:
     "The first output dim of the longest run of last dims that a tensor broadcast to `out_shape` walks with one fixed step."
     step, run = 0, 1  # the step of the innermost dim of size > 1, and how many elements the run holds so far
@@ -132,7 +132,7 @@ def line_start(out_shape: Shape, shape: Shape, strides: Strides) -> int:
     return 0
 
 
-@njit
+@njit(cache=True)
 def line_step(out_shape: Shape, shape: Shape, strides: Strides) -> int:
     "How far one step along a line moves in a tensor broadcast to `out_shape`: the stride of the innermost dim of size > 1."
     for dim in range(len(out_shape) - 1, -1, -1):
@@ -141,19 +141,19 @@ def line_step(out_shape: Shape, shape: Shape, strides: Strides) -> int:
     return 0
 
 
-@njit
+@njit(cache=True)
 def chunk_count(size: int) -> int:
     "How many chunks the general path cuts `size` ordinals into: at most PARALLEL_CHUNKS, each of at least SMALLEST_CHUNK."
     return min(PARALLEL_CHUNKS, (size + SMALLEST_CHUNK - 1) // SMALLEST_CHUNK)
 
 
-@njit
+@njit(cache=True)
 def chunk_bounds(chunk: int, chunks: int, size: int) -> tuple[int, int]:
     "The first and one-past-last ordinal of chunk `chunk` when `size` ordinals are cut into `chunks`."
     return chunk * size // chunks, (chunk + 1) * size // chunks
 
 
-@njit
+@njit(cache=True)
 def next_line(index: Index, shape: Shape, first_dim: int) -> int:
     "Move `index` to the next line's start (an odometer over the dims before `first_dim`); return the dim it counted up."
     dim = first_dim - 1  # there must be a next line: some dim before first_dim is below its last value
@@ -164,7 +164,7 @@ def next_line(index: Index, shape: Shape, first_dim: int) -> int:
     return dim
 
 
-@njit
+@njit(cache=True)
 def line_jumps(out_shape: Shape, shape: Shape, strides: Strides, first_dim: int) -> np.ndarray:
     "How far a tensor broadcast to `out_shape` moves from a line's start to the next's, by the dim `next_line` counted up."
     jumps = np.empty(len(out_shape), dtype=np.int64)  # not np.zeros: in a parallel kernel, that is a parallel loop
