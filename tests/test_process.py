@@ -186,3 +186,31 @@ def test_the_users_allocator_settings_win(variable):
 @pytest.mark.parametrize("variable", ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"])
 def test_nothing_is_changed_when_the_user_chose(variable):
     assert process.keep_freed_memory({variable: "1"}) is False
+
+
+@pytest.mark.parametrize("argv, module", [
+    (["python", "-m", "minitorch.gpt", "--steps", "10"], "minitorch.gpt"),
+    (["python", "-X", "dev", "-W", "error", "-mminitorch.mnist_train"], "minitorch.mnist_train"),
+    (["python", "-u", "-m"], None),
+    (["python", "train.py", "-m", "minitorch.gpt"], None),
+    (["python", "-c", "import minitorch", "-m", "minitorch.gpt"], None),
+    (["python"], None)])
+def test_started_as_module_reads_the_interpreters_own_options_only(argv, module):
+    assert process.started_as_module(argv) == module
+
+
+def test_only_our_training_commands_spin_longer():
+    assert [process.spin_count(["python", "-m", name]) for name in process.COMMANDS] == [process.COMMAND_SPIN_COUNT] * 2
+    assert process.spin_count(["python", "-m", "ipykernel_launcher", "-f", "kernel.json"]) == process.SPIN_COUNT
+    assert process.spin_count(["python", "-m", "pytest"]) == process.spin_count([]) == process.SPIN_COUNT
+    assert process.spin_count() == process.SPIN_COUNT  # this process: pytest
+
+
+@needs_libgomp
+def test_a_training_command_starts_its_pool_with_the_command_spin():
+    result = subprocess.run([sys.executable, "-m", "minitorch.mnist_train", "--help"],
+                            env=fresh_env(OMP_DISPLAY_ENV="verbose"), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    spins = [line.split("=", 1)[1].strip(" '") for line in result.stderr.splitlines()
+             if line.strip().startswith("GOMP_SPINCOUNT")]
+    assert spins == [str(process.COMMAND_SPIN_COUNT)]
