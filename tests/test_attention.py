@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 import minitorch
 from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
 from minitorch.fast_ops import ELEMENT_WORK, PARALLEL_WORK
-from minitorch.fused import SoftmaxFun, float32_exp_nonpositive, fused_softmax
+from minitorch.fused import (CausalAttentionFun, FusedBackend, SoftmaxFun, float32_exp_nonpositive, fused_causal_attention,
+                             fused_softmax)
 from minitorch.nn import Linear, softmax
+from minitorch.tensor_functions import GetItem
 from minitorch.tensor_indexing import tril
 from backends import BACKENDS
 from tensor_strategies import arrays
@@ -118,12 +120,19 @@ def torch_twin(block: CausalSelfAttention, np_dtype) -> "TorchCausalSelfAttentio
 @given(batch=st.integers(1, 2), time=st.integers(1, 5), n_head=st.integers(1, 3), head_size=st.integers(1, 3),
        bias=st.booleans(), seed=st.integers(0, 1000))
 def test_causal_self_attention_against_torch(backend, dtypes, batch, time, n_head, head_size, bias, seed):
-    dtype, np_dtype, tolerance = dtypes
+    dtype = dtypes[0]
     n_embd = n_head * head_size
     block = CausalSelfAttention(n_embd, n_head, bias=bias, seed=seed, backend=backend, dtype=dtype)
     assert all(parameter.value.dtype == dtype for parameter in block.parameters())
     rng = np.random.default_rng(seed)
-    x, upstream = rng.normal(size=(batch, time, n_embd)), rng.normal(size=(batch, time, n_embd))
+    x, upstream = rng.normal(size=(2, batch, time, n_embd))
+    agrees_with_torch(block, backend, dtypes, x, upstream)
+
+
+def agrees_with_torch(block: CausalSelfAttention, backend, dtypes, x: np.ndarray, upstream: np.ndarray) -> None:
+    "Assert that `block` on `backend` and its PyTorch twin agree on the output and every gradient for `x`."
+    dtype, np_dtype, tolerance = dtypes
+    batch, time, n_embd = x.shape
     inputs = made(x, backend, dtype, requires_grad=True)
     out = block(inputs)
     (out * made(upstream, backend, dtype)).sum().backward()
@@ -399,6 +408,59 @@ def test_fused_softmax_matches_the_composed_one(data, shape):
         np.testing.assert_allclose(fused, composed, rtol=1e-10, atol=1e-14)
 
 
+
+# --- fused_causal_attention ------------------------------------------------------------------------------------
+
+def attention_results(backend, dtype, x: np.ndarray, upstream: np.ndarray, n_head: int, **options) -> list:
+    "The output of a seeded CausalSelfAttention on `backend`, the gradient of its input, then of each parameter."
+    block = CausalSelfAttention(x.shape[-1], n_head, seed=5, backend=backend, dtype=dtype, **options)
+    inputs = made(x, backend, dtype, requires_grad=True)
+    out = block(inputs)
+    (out * made(upstream, backend, dtype)).sum().backward()
+    return [out.to_numpy(), inputs.grad.to_numpy()] + [p.value.grad.to_numpy() for p in block.parameters()]
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 2), time=st.integers(1, 12), n_head=st.integers(1, 3), head_size=st.integers(1, 9),
+       seed=st.integers(0, 1000))
+def test_fused_causal_attention_matches_the_composed_one(batch, time, n_head, head_size, seed):
+    "The fused backend's attention (one kernel each way) and the composed one of the fast backend, in float64."
+    rng = np.random.default_rng(seed)
+    x, upstream = rng.normal(size=(2, batch, time, n_head * head_size))
+    fused = attention_results(FusedBackend, minitorch.float64, x, upstream, n_head)
+    composed = attention_results(minitorch.FastBackend, minitorch.float64, x, upstream, n_head)
+    names = ["output", "input", "qkv.weight", "qkv.bias", "proj.weight", "proj.bias"]
+    for ours, reference, what in zip(fused, composed, names):
+        np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-13, err_msg=what)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtypes", DTYPES)
+@settings(max_examples=10, deadline=None)
+@given(time=st.one_of(st.integers(1, 8), st.integers(30, 140)), n_head=st.integers(1, 4), head_size=st.integers(1, 40),
+       seed=st.integers(0, 1000))
+def test_fused_causal_attention_against_torch(dtypes, time, n_head, head_size, seed):
+    "Short lengths, and lengths past a product's depth block (128) with the work shared between threads."
+    block = CausalSelfAttention(n_head * head_size, n_head, seed=seed, backend=FusedBackend, dtype=dtypes[0])
+    x, upstream = np.random.default_rng(seed).normal(size=(2, 2, time, n_head * head_size))
+    agrees_with_torch(block, FusedBackend, dtypes, x, upstream)
+
+
+def test_fused_causal_attention_keeps_the_composed_path_where_it_must():
+    "Dropout of the weights in training, and a wrong shape, go through split_heads: the same masks, the same error."
+    rng = np.random.default_rng(3)
+    x, upstream = rng.normal(size=(2, 2, 6, 8))
+    trained = attention_results(FusedBackend, minitorch.float64, x, upstream, 2, dropout=0.5)
+    composed = attention_results(minitorch.FastBackend, minitorch.float64, x, upstream, 2, dropout=0.5)
+    for ours, reference in zip(trained, composed):
+        np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-13)
+    with pytest.raises(ValueError, match=r"takes \(B, T, 8\) inputs, got shape \(6, 8\)"):
+        CausalSelfAttention(8, 2, seed=0, backend=FusedBackend)(minitorch.tensor(x[0], backend=FusedBackend))
+    for bad, heads in ((x, 3), (x[0], 1)):
+        with pytest.raises(ValueError, match="causal attention takes float"):
+            fused_causal_attention(minitorch.tensor(bad, backend=FusedBackend), heads)
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_fused_softmax_on_threads_matches_numpy(dim):
     "Rows shared between threads (work above PARALLEL_WORK), both ways, against softmax and its gradient in NumPy."
@@ -443,7 +505,7 @@ def test_float32_exp_nonpositive_to_float32_precision():
 
 @pytest.mark.parametrize("backend, fused", [(minitorch.FusedBackend, True), (minitorch.FastBackend, False)],
                          ids=["fused", "fast"])
-def test_causal_self_attention_runs_the_fused_softmax_on_the_fused_backend(backend, fused):
+def test_causal_self_attention_runs_one_kernel_on_the_fused_backend(backend, fused):
     attention = CausalSelfAttention(8, 2, dtype=minitorch.float32, backend=backend)
     x = minitorch.tensor(np.random.default_rng(7).normal(size=(2, 5, 8)), backend=backend,
                          dtype=minitorch.float32, requires_grad=True)
@@ -453,4 +515,5 @@ def test_causal_self_attention_runs_the_fused_softmax_on_the_fused_backend(backe
         if node.history is not None and node.history.last_fn is not None:
             functions.add(node.history.last_fn)
             waiting.extend(node.history.inputs)
-    assert (SoftmaxFun in functions) == fused
+    assert (CausalAttentionFun in functions) == fused and SoftmaxFun not in functions   # the softmax is inside
+    assert (GetItem in functions) != fused   # and no split of the heads
