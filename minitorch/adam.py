@@ -20,7 +20,7 @@ from .cuda_ops import CudaOps, launch, map_launch
 from .fast_ops import ELEMENT_WORK, kernel_for
 from .module import Module, Parameter
 from .nn import Linear
-from .optim import SGD, Optimizer, checked_weight_decay
+from .optim import SGD, Optimizer, checked_weight_decay, gradient_of
 from .tensor import Tensor, tensor
 from .tensor_data import Shape, Storage, Strides, TensorData
 from .tensor_indexing import cat, where
@@ -140,15 +140,23 @@ class Adam(Optimizer):
     def change(self, parameter: Parameter, gradient: Any) -> Any:
         "What a step subtracts from `parameter`: its Adam step, from its moments (zeros at first)."
         gradient = with_weight_decay(gradient, parameter, self.weight_decay)
+        return self.adam_step(self.moments_of(parameter, gradient), gradient)
+
+    def moments_of(self, parameter: Parameter, gradient: Any) -> AdamMoments:
+        "The running averages of `parameter`: zeros shaped like `gradient` at its first step."
         if parameter not in self.moments:
             self.moments[parameter] = AdamMoments(zero_moment(gradient), zero_moment(gradient))
-        return self.adam_step(self.moments[parameter], gradient)
+        return self.moments[parameter]
+
+    def next_settings(self, moments: AdamMoments) -> tuple:
+        "Count one more step in `moments`; `adam_entry`'s settings for it: lr, betas, bias corrections, eps."
+        moments.count += 1
+        beta1, beta2 = self.betas
+        return (self.lr, beta1, beta2, 1.0 - beta1 ** moments.count, 1.0 - beta2 ** moments.count, self.eps)
 
     def adam_step(self, moments: AdamMoments, gradient: Any) -> Any:
         "Fold `gradient` into `moments` and return the step to subtract, in the gradient's form and place."
-        moments.count += 1
-        beta1, beta2 = self.betas
-        settings = (self.lr, beta1, beta2, 1.0 - beta1 ** moments.count, 1.0 - beta2 ** moments.count, self.eps)
+        settings = self.next_settings(moments)
         if not isinstance(gradient, Tensor):  # a number, or an array: NumPy on the host
             step = np.zeros(np.shape(gradient))
             host_adam(step.reshape(-1), moments.mean.reshape(-1), moments.square.reshape(-1),
@@ -207,6 +215,18 @@ class AdamW(Adam):
         return adam_step + value * (self.lr * decay) if decay else adam_step
         # END SOLUTION
 
+    def step(self) -> None:
+        "As `Optimizer.step`; a parameter whose backend has a kernel for the whole update (`61_fused`) takes it."
+        for parameter in self.parameters:
+            gradient = gradient_of(parameter.value)
+            whole = gradient.backend.operation("adamw") if isinstance(gradient, Tensor) else None
+            if whole is not None:  # the new value in one kernel, the moments updated in place
+                moments = self.moments_of(parameter, gradient)
+                parameter.update(whole(value_of(parameter), gradient, moments, self.next_settings(moments),
+                                       self.lr * self.weight_decays[parameter]))
+            elif gradient is not None:
+                parameter.update(parameter.value - self.change(parameter, gradient))
+
 # %% ../nbs/42_adam.ipynb #bbeb1737
 def lr_schedule(step: int, max_lr: float, warmup_steps: int, decay_steps: int, min_lr: float = 0.0) -> float:
     "The learning rate of `step` (from 0): linear warm-up to max_lr, then half a cosine down to min_lr at decay_steps."
@@ -231,6 +251,13 @@ def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> Tensor:
     values = [parameter.value for parameter in parameters if getattr(parameter.value, "grad", None) is not None]
     if not values:
         return tensor([0.0])
+    gradients = [value.grad for value in values]
+    whole = gradients[0].backend.operation("clip_grad_norm")
+    if whole is not None and all(g.backend is gradients[0].backend and g.dtype == gradients[0].dtype for g in gradients):
+        norm, gradients = whole(gradients, max_norm)   # a backend's own kernels (`61_fused`)
+        for value, gradient in zip(values, gradients):
+            value.grad = gradient
+        return norm
     flat = cat([value.grad.contiguous().view(value.grad.size) for value in values])   # every entry, in one vector
     total = (flat * flat).sum()
     norm = total.sqrt()   # computed where the gradients are: nothing is copied to the host

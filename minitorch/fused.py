@@ -17,6 +17,7 @@ from numba import cuda, njit, prange
 from numba.extending import register_jitable
 
 from . import operators
+from .adam import ADAM_ENTRY_WORK, AdamMoments, host_adam_entry
 from .autodiff import Context
 from .cuda_ops import MAX_BLOCKS, REDUCE_THREADS, CudaOps, block_largest, block_total, launch, map_launch
 from .fast_ops import (ELEMENT_WORK, PARALLEL_CHUNKS, FastOps, chunk_bounds, compilable, kernel_for,
@@ -29,7 +30,7 @@ from .transformer import GELU_CUBIC, SQRT_2_OVER_PI, SQRT_HALF, check_layer_norm
 
 # %% ../nbs/61_fused.ipynb #317a51d5
 class FusedOps(FastOps):
-    "The fast backend's kernels, and whole operations in one kernel each way: softmax, layer norm, GELU, attention."
+    "The fast backend's kernels, and whole operations in one kernel each way: softmax, layer norm, GELU, attention, AdamW."
 
     operations: dict[str, Callable[..., Any]] = {}
 
@@ -633,3 +634,57 @@ def fused_causal_attention(qkv: Tensor, heads: int) -> Tensor:
 
 
 FusedOps.operations["causal_attention"] = fused_causal_attention
+
+# %% ../nbs/61_fused.ipynb #a77e0c08
+@njit(parallel=True, cache=True)
+def adamw_kernel(out: Storage, value: Storage, mean: Storage, square: Storage, gradient: Storage, lr: float,
+                 beta1: float, beta2: float, correction1: float, correction2: float, eps: float, decay: float) -> None:
+    "AdamW's new value of every entry: `adam_entry`'s step, then value - (step + value * decay), shared between threads."
+    for position in prange(len(out)):
+        host_adam_entry(out, mean, square, gradient, position, lr, beta1, beta2, correction1, correction2, eps)
+        out[position] = value[position] - (out[position] + value[position] * decay)
+
+
+def host_adamw(value: Tensor, gradient: Tensor, moments: AdamMoments, settings: tuple, decay: float) -> Tensor:
+    "A parameter's value after one AdamW step (`adamw_kernel`), its moments updated in place; `decay` is lr * weight_decay."
+    rows = as_array(value.contiguous()).ravel()
+    out = np.empty_like(rows)
+    kernel_for(adamw_kernel, rows.size * ADAM_ENTRY_WORK)(
+        out, rows, as_array(moments.mean).ravel(), as_array(moments.square).ravel(),
+        as_array(gradient.to(value.dtype).contiguous()).ravel(), *settings, rows.dtype.type(decay))
+    return from_array(out.reshape(value.shape), value)
+
+
+@njit(parallel=True, cache=True, fastmath=ROW_KERNEL_MATH)
+def squares_kernel(values: Storage) -> float:
+    "The sum of the squares of `values`, in float64, added in any order."
+    total = 0.0
+    for position in prange(len(values)):
+        entry = float(values[position])
+        total += entry * entry
+    return total
+
+
+@njit(parallel=True, cache=True)
+def scaled_kernel(out: Storage, values: Storage, scale: float) -> None:
+    "`values` times `scale` into `out`, shared between threads."
+    for position in prange(len(out)):
+        out[position] = values[position] * scale
+
+
+def host_clip_grad_norm(gradients: Sequence[Tensor], max_norm: float) -> tuple[Tensor, list[Tensor]]:
+    "The joint 2-norm of host `gradients` of one dtype (a 1-element tensor), and the gradients scaled as `clip_grad_norm_` scales them."
+    rows = [as_array(gradient.contiguous()).ravel() for gradient in gradients]
+    norm = math.sqrt(sum(kernel_for(squares_kernel, row.size * ELEMENT_WORK)(row) for row in rows))
+    scale = max_norm / (norm + 1e-6)
+    scale = 1.0 if scale > 1.0 else scale   # at most 1; a nan norm gives a nan scale, as in PyTorch
+    scaled = list(gradients)   # times one changes nothing
+    if scale != 1.0:
+        for number, row in enumerate(rows):
+            out = np.empty_like(row)
+            kernel_for(scaled_kernel, row.size * ELEMENT_WORK)(out, row, row.dtype.type(scale))
+            scaled[number] = from_array(out.reshape(gradients[number].shape), gradients[number])
+    return from_array(np.array([norm]), gradients[0]), scaled
+
+
+FusedOps.operations.update(adamw=host_adamw, clip_grad_norm=host_clip_grad_norm)

@@ -24,6 +24,8 @@ needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed
 DTYPES = [pytest.param((minitorch.float64, "float64", 1e-6), id="float64"),
           pytest.param((minitorch.float32, "float32", 1e-4), id="float32")]
 "Each dtype with its NumPy name and the tolerance of a comparison with PyTorch."
+WITH_FUSED = BACKENDS + [pytest.param(minitorch.backend("fused"), id="fused")]
+"The backends, and the fused one, whose AdamW and clipping are kernels of their own (61_fused)."
 
 pytestmark = pytest.mark.task("4.6")
 
@@ -254,7 +256,7 @@ def torch_forward(weights: dict, ids: np.ndarray) -> "torch.Tensor":
 
 @needs_torch
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", WITH_FUSED)
 @pytest.mark.parametrize("grouped", [False, True], ids=["one decay", "groups"])
 def test_adamw_against_torch(backend, dtype, grouped):
     dtype, _, tolerance = dtype
@@ -386,7 +388,7 @@ def test_lr_schedule_ends_and_errors():
 
 @needs_torch
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", WITH_FUSED)
 @settings(max_examples=20)
 @given(data=st.data(), shapes=st.lists(st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple), min_size=1,
                                        max_size=3),
@@ -431,16 +433,52 @@ def test_clip_grad_norm_of_transposed_gradients_of_mixed_dtypes(backend, data, n
 
 
 @needs_torch
+@pytest.mark.parametrize("chosen", ["fast", "fused"])
 @pytest.mark.parametrize("special", [math.inf, math.nan])
-def test_clip_grad_norm_of_a_non_finite_gradient_as_torch(special):
+def test_clip_grad_norm_of_a_non_finite_gradient_as_torch(special, chosen):
     gradient = np.array([1.0, special, -2.0])
-    parameter = Parameter(minitorch.tensor([0.0, 0.0, 0.0]))
-    parameter.value.grad = minitorch.tensor(gradient)
+    parameter = Parameter(minitorch.tensor([0.0, 0.0, 0.0], backend=chosen))
+    parameter.value.grad = minitorch.tensor(gradient, backend=chosen)
     expected = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     expected.grad = torch.tensor(gradient)
     norm, expected_norm = clip_grad_norm_([parameter], 1.0).item(), torch.nn.utils.clip_grad_norm_([expected], 1.0).item()
     assert (math.isnan(norm) and math.isnan(expected_norm)) or norm == expected_norm
     np.testing.assert_array_equal(parameter.value.grad.to_numpy(), expected.grad.numpy())
+
+
+def test_fused_clip_grad_norm_scales_a_shared_gradient_once_for_each_parameter():
+    "Two parameters holding one gradient tensor: each gets the scaled gradient, and the shared tensor is left as it was."
+    fused = minitorch.backend("fused")
+    shared = minitorch.tensor([3.0, 4.0], backend=fused)
+    first, second = (Parameter(minitorch.tensor([0.0, 0.0], backend=fused)) for _ in range(2))
+    first.value.grad = second.value.grad = shared
+    assert clip_grad_norm_([first, second], 1.0).item() == pytest.approx(math.sqrt(50.0))
+    for parameter in (first, second):
+        np.testing.assert_allclose(parameter.value.grad.to_numpy(), np.array([3.0, 4.0]) / (math.sqrt(50.0) + 1e-6))
+    assert shared.to_numpy().tolist() == [3.0, 4.0]
+    first.value.grad = minitorch.tensor([0.3, 0.4], backend=fused)
+    kept = first.value.grad
+    assert clip_grad_norm_([first], 1.0).item() == pytest.approx(0.5) and first.value.grad is kept   # times one
+
+
+@pytest.mark.parametrize("dtype", [minitorch.float32, minitorch.float64])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 40), min_size=1, max_size=2).map(tuple),
+       decay=st.sampled_from([0.0, 0.1, 2.0]))
+def test_fused_adamw_gives_the_composed_numbers(dtype, data, shape, decay):
+    "AdamW's kernel of the fused backend and the composed operations of the fast one: the same numbers, to the bit."
+    start, gradients = data.draw(arrays(shape)), [data.draw(arrays(shape)) for _ in range(3)]
+    results = []
+    for chosen in ("fast", "fused"):
+        parameter = Parameter(minitorch.tensor(start, backend=chosen, dtype=dtype, requires_grad=True))
+        optimizer = AdamW([parameter], lr=0.05, betas=(0.8, 0.99), weight_decay=decay)
+        for gradient in gradients:
+            parameter.value.grad = minitorch.tensor(gradient, backend=chosen, dtype=dtype)
+            optimizer.step()
+        moments = optimizer.moments[parameter]
+        results.append([parameter.value.to_numpy(), moments.mean.to_numpy(), moments.square.to_numpy()])
+    for ours, composed in zip(results[1], results[0]):
+        np.testing.assert_array_equal(ours, composed)
 
 
 def test_clip_grad_norm_without_gradients_and_errors():
