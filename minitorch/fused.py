@@ -649,6 +649,7 @@ def host_adamw(value: Tensor, gradient: Tensor, moments: AdamMoments, settings: 
     "A parameter's value after one AdamW step (`adamw_kernel`), its moments updated in place; `decay` is lr * weight_decay."
     rows = as_array(value.contiguous()).ravel()
     out = np.empty_like(rows)
+    moments.mean, moments.square = moments.mean.contiguous(), moments.square.contiguous()   # updated in place below
     kernel_for(adamw_kernel, rows.size * ADAM_ENTRY_WORK)(
         out, rows, as_array(moments.mean).ravel(), as_array(moments.square).ravel(),
         as_array(gradient.to(value.dtype).contiguous()).ravel(), *settings, rows.dtype.type(decay))
