@@ -484,11 +484,26 @@ def float32_normal_gate_slope(x: float, gate: float) -> float:
 FLOAT32_GELU_GATES = {**GELU_GATES, "none": (float32_normal_gate, float32_normal_gate_slope)}
 
 
+def gelu_functions(gate: Callable[[float], float], slope: Callable[[float, float], float]) -> tuple[Callable, Callable]:
+    "GELU of a number from its `gate`, and its gradient from the number and the incoming gradient: one map, one zip."
+    gate, slope = compilable(gate), compilable(slope)
+
+    def value(x: float) -> float:
+        return x * gate(x)
+
+    def gradient(x: float, g: float) -> float:
+        return g * slope(x, gate(x))
+
+    return value, gradient
+
+
 @functools.cache
 def gelu_kernels(backend: TensorBackend, dtype: Any) -> dict[str, tuple]:
-    "The backend's map of each form's gate and zip of its slope for `dtype`, by form (\"none\", \"tanh\"), compiled once."
+    "The backend's GELU map and gradient zip for `dtype`, by form (\"none\", \"tanh\"), compiled once."
     gates = FLOAT32_GELU_GATES if dtype == float32 else GELU_GATES
-    return {form: (backend.ops.map(gate), backend.ops.zip(slope)) for form, (gate, slope) in gates.items()}
+    return {form: tuple(kernel(function) for kernel, function in zip((backend.ops.map, backend.ops.zip),
+                                                                      gelu_functions(*pair)))
+            for form, pair in gates.items()}
 
 # %% ../nbs/61_fused.ipynb #88f5a43c
 class Gelu(Function):
@@ -496,20 +511,17 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, approximate: str) -> Tensor:
-        gate = gelu_kernels(a.backend, a.dtype)[approximate][0](a)
-        ctx.save_for_backward(a, gate, approximate)
-        return a.backend.mul_zip(a, gate)
+        ctx.save_for_backward(a, approximate)
+        return gelu_kernels(a.backend, a.dtype)[approximate][0](a)
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor) -> Tensor:
-        a, gate, approximate = ctx.saved_values
-        backend = grad_output.backend
-        return backend.mul_zip(gelu_kernels(backend, a.dtype)[approximate][1](a, gate), grad_output)
-
+        a, approximate = ctx.saved_values
+        return gelu_kernels(grad_output.backend, a.dtype)[approximate][1](a, grad_output)
 
 
 def fused_gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    "`gelu` of a float tensor in one kernel each way (`Gelu`): a gate map and a product, float32 gates in plain arithmetic."
+    "`gelu` of a float tensor in one kernel each way (`Gelu`): x times its gate, float32 gates in plain arithmetic."
     return Gelu.apply(input, approximate=approximate)
 
 
