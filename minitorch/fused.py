@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FusedBackend', 'FusedOps', 'SoftmaxFun', 'fused_softmax', 'LayerNormFun', 'fused_layer_norm', 'Gelu', 'fused_gelu',
-           'CausalAttentionFun', 'fused_causal_attention']
+           'CausalAttentionFun', 'fused_causal_attention', 'add_bias_kernel', 'LinearFun', 'fused_linear']
 
 # %% ../nbs/61_fused.ipynb #0e2e2f7d
 import functools
@@ -24,13 +24,13 @@ from .fast_ops import (ELEMENT_WORK, PARALLEL_CHUNKS, FastOps, chunk_bounds, com
                                  panel_product)
 from .tensor import Tensor, as_array, from_array
 from .tensor_data import Shape, Storage, Strides, TensorData, float32, float64, is_floating, result_dtype
-from .tensor_functions import Function
+from .tensor_functions import Function, _transpose
 from .tensor_ops import BACKENDS, TensorBackend, unset_output
 from .transformer import GELU_CUBIC, SQRT_2_OVER_PI, SQRT_HALF, check_layer_norm, normalized_dims
 
 # %% ../nbs/61_fused.ipynb #317a51d5
 class FusedOps(FastOps):
-    "The fast backend's kernels, and whole operations in one kernel each way: softmax, layer norm, GELU, attention, AdamW."
+    "The fast backend's kernels, and whole operations in one kernel each way: softmax, layer norm, GELU, attention, AdamW, Linear."
 
     operations: dict[str, Callable[..., Any]] = {}
 
@@ -701,3 +701,48 @@ def host_clip_grad_norm(gradients: Sequence[Tensor], max_norm: float) -> tuple[T
 
 
 FusedOps.operations.update(adamw=host_adamw, clip_grad_norm=host_clip_grad_norm)
+
+# %% ../nbs/61_fused.ipynb #b1e0a002
+@njit(parallel=True, cache=True)
+def add_bias_kernel(out: Storage, bias: Storage) -> None:
+    "`bias` added in place to each row of the contiguous matrix `out` (rows of len(bias)), rows shared between threads."
+    width = len(bias)
+    height = len(out) // width if width else 0
+    chunks = min(height, PARALLEL_CHUNKS)
+    for chunk in prange(chunks):
+        first, stop = chunk_bounds(chunk, chunks, height)
+        for row in range(first, stop):
+            line = out[row * width:(row + 1) * width]
+            for column in range(width):
+                line[column] += bias[column]
+
+
+class LinearFun(Function):
+    "input @ weight.T + bias for an (N, in_features) input: the backend's product with the bias added in place."
+
+    @staticmethod
+    def forward(ctx: Context, input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        ctx.save_for_backward(input, weight)
+        out = input.backend.matrix_multiply(input, _transpose(weight))
+        kernel_for(add_bias_kernel, out.size * ELEMENT_WORK)(as_array(out).ravel(), as_array(bias.contiguous()))
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
+        input, weight = ctx.saved_values
+        backend = grad_output.backend
+        grad_input = backend.matrix_multiply(grad_output, weight) if input.requires_grad else None
+        grad_weight = backend.matrix_multiply(_transpose(grad_output), input)
+        return grad_input, grad_weight, backend.add_reduce(grad_output, 0).view(grad_output.shape[1])
+
+
+def fused_linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    "`input @ weight.T + bias` for an (N, in_features) input: one `LinearFun` when all three share a float dtype."
+    if bias is None or input.dims != 2 or not is_floating(input.dtype) or not input.dtype == weight.dtype == bias.dtype:
+        out = input @ weight.permute(1, 0)
+        return out if bias is None else out + bias
+    return LinearFun.apply(input, weight, bias)
+
+
+FusedOps.operations["linear"] = fused_linear
+

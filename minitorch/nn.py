@@ -719,6 +719,9 @@ class Linear(Module):
         if input.dims != 2:  # the rows of a 2-D view, one product for all of them, seen with the leading dims again
             rows = input.contiguous().view(math.prod(input.shape[:-1]), self.in_features)
             return self.forward(rows).view(*input.shape[:-1], self.out_features)
+        whole = input.backend.operation("linear")
+        if whole is not None:  # a backend with a kernel of its own for the whole layer (`61_fused`)
+            return whole(input, self.weight.value, None if self.bias is None else self.bias.value)
         # BEGIN SOLUTION 4.5
         out = input @ self.weight.value.permute(1, 0)
         return out if self.bias is None else out + self.bias.value

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import minitorch
 from minitorch.attention import CausalSelfAttention, attention_weights, scaled_dot_product_attention
 from minitorch.fast_ops import ELEMENT_WORK, PARALLEL_WORK
-from minitorch.fused import (CausalAttentionFun, FusedBackend, SoftmaxFun, float32_exp_nonpositive, fused_causal_attention,
-                             fused_softmax)
+from minitorch.fused import (CausalAttentionFun, FusedBackend, LinearFun, SoftmaxFun, float32_exp_nonpositive,
+                             fused_causal_attention, fused_softmax)
 from minitorch.nn import Linear, softmax
-from minitorch.tensor_functions import GetItem
+from minitorch.tensor_functions import GetItem, View
 from minitorch.tensor_indexing import tril
 from backends import BACKENDS
 from tensor_strategies import arrays
@@ -352,6 +352,27 @@ def test_linear_on_any_leading_dims_against_torch(backend, dtypes, shape):
     close(layer.bias.value.grad, twin.bias.grad, tolerance, "gradient of the bias")
     with pytest.raises(ValueError, match=r"takes an \(N, 4\) input, got shape \(2, 3, 5\)"):
         layer(made(np.zeros((2, 3, 5)), backend, dtype))
+
+
+@settings(max_examples=25, deadline=None)
+@given(leading=st.lists(st.integers(0, 7), min_size=1, max_size=3), inner=st.integers(1, 40), outer=st.integers(1, 40),
+       dtype=st.sampled_from([minitorch.float64, minitorch.float32]), bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_fused_linear_gives_the_composed_numbers_to_the_bit(leading, inner, outer, dtype, bias, seed):
+    "On the fused backend a Linear is one LinearFun (bias added in place): the fast backend's values and gradients, exactly."
+    rng = np.random.default_rng(seed)
+    x, upstream = rng.normal(size=(*leading, inner)), rng.normal(size=(*leading, outer))
+    results = []
+    for backend in (minitorch.FastBackend, FusedBackend):
+        layer = Linear(inner, outer, bias=bias, seed=seed, backend=backend, dtype=dtype)
+        inputs = minitorch.tensor(x, backend=backend, dtype=dtype, requires_grad=True)
+        out = layer(inputs)   # without a bias: the composed way, on both backends
+        rows = out.history.last_fn is View and out.history.inputs[0] if len(leading) > 1 else out   # the 2-D product
+        fused = backend is FusedBackend and bias
+        assert (rows.history.last_fn is LinearFun) == fused
+        (out * minitorch.tensor(upstream, backend=backend, dtype=out.dtype)).sum().backward()
+        results.append([out.to_numpy(), inputs.grad.to_numpy()] + [p.value.grad.to_numpy() for p in layer.parameters()])
+    composed, fused = results
+    assert len(fused) == 3 + bias and all(np.array_equal(ours, theirs) for ours, theirs in zip(fused, composed))
 
 
 @pytest.mark.task("4.5")

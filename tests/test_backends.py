@@ -31,8 +31,8 @@ def test_every_backend_is_a_kernel_table_over_the_same_wrappers(ops):
 
 GPU_OPERATIONS = {"conv", "maxpool2d", "dropout_mask", "adam", "softmax", "softmax_rows", "softmax_rows_backward",
                   "layer_norm", "layer_norm_rows", "layer_norm_rows_backward", "gelu"}
-FUSED_OPERATIONS = {"softmax", "layer_norm", "gelu", "causal_attention", "adamw", "clip_grad_norm"}   # 61_fused, host
-HOST_ONLY = {"causal_attention", "adamw", "clip_grad_norm"}   # host kernels only: on the GPU, the composed ways
+FUSED_OPERATIONS = {"softmax", "layer_norm", "gelu", "causal_attention", "adamw", "clip_grad_norm", "linear"}   # 61_fused, host
+HOST_ONLY = {"causal_attention", "adamw", "clip_grad_norm", "linear"}   # host kernels only: on the GPU, the composed ways
 
 
 def test_whole_operations_are_entries_of_the_backends_table_and_no_layer_asks_for_the_device():
