@@ -636,13 +636,17 @@ def tile_product_kernel(part: int) -> Callable[..., None]:
     return tile_product
 
 
-full_tile_product, half_tile_product, narrow_tile_product = (tile_product_kernel(part) for part in (1, 2, 0))
+full_tile_product, half_tile_product, quarter_tile_product, narrow_tile_product = (
+    tile_product_kernel(part) for part in (1, 2, 4, 0))
 
 
 @njit(inline="always")
 def tile_width(remaining: int, full: int) -> int:
-    "Columns of the next tile with `remaining` columns left: a full tile, a half one, or all that is left."
-    return full if remaining >= full else full // 2 if remaining >= full // 2 else remaining
+    "Columns of the next tile with `remaining` columns left: a full tile, a half one, a quarter one, or all that is left."
+    for width in (full, full // 2, full // 4):
+        if remaining >= width:
+            return width
+    return remaining
 
 
 @njit(inline="always")
@@ -669,7 +673,7 @@ def copy_row_into_strips(strips: Storage, b_storage: Storage, b_shape: Shape, b_
 def edge_tile_product(out_storage: Storage, position: int, row_stride: int, col_stride: int, rows: int, add: bool,
                       a_storage: Storage, a_rows: tuple[int, int, int, int], a_step: int,
                       b_storage: Storage, b_start: int, b_step: int, depth: int, width: int) -> None:
-    "Any tile but the usual one: a full, half or narrow tile, its rows, strides and `add` as they come."
+    "Any tile but the usual one: a full, half, quarter or narrow tile, its rows, strides and `add` as they come."
     full = tile_columns(out_storage)
     if width == full:
         full_tile_product(out_storage, position, row_stride, col_stride, rows, add,
@@ -677,6 +681,9 @@ def edge_tile_product(out_storage: Storage, position: int, row_stride: int, col_
     elif width == full // 2:
         half_tile_product(out_storage, position, row_stride, col_stride, rows, add,
                           a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)
+    elif width == full // 4:
+        quarter_tile_product(out_storage, position, row_stride, col_stride, rows, add,
+                             a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)
     else:
         narrow_tile_product(out_storage, position, row_stride, col_stride, rows, add,
                             a_storage, a_rows, a_step, b_storage, b_start, b_step, depth, width)

@@ -236,7 +236,7 @@ def test_fast_matrix_multiply_matches_numpy(draw):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("cols_in_tiles", [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2.5])
 def test_fast_matrix_multiply_tiles_of_every_width(dtype, cols_in_tiles):
-    "Full, half and narrow register tiles, rows past a whole group of 3 or 4, two depth blocks, strided output columns."
+    "Full, half, quarter and narrow register tiles, rows past a whole group of 3 or 4, two depth blocks, strided output columns."
     columns = fast_ops.TILE_BYTES // np.dtype(dtype).itemsize  # a full tile's width for this dtype
     rows, depth, cols = 11, fast_ops.DEPTH_BLOCK + 3, int(cols_in_tiles * columns) + 1
     rng = np.random.default_rng(cols)
